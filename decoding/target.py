@@ -1,0 +1,54 @@
+"""What the decoding loop needs from a target: score a draft in one forward, keep what was accepted.
+
+Two implementations share this interface: :class:`decoding.model_target.ModelTarget` (a real
+transformers model with a KV cache) and a trace target that answers from a recorded greedy
+run. Because the loop is the same, a drafter's greedy acceptance on a trace is exactly what it
+gets live.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+
+@dataclass
+class Scores:
+    """The target's verdict on ``[last committed token] + draft``.
+
+    Row ``i`` is the target's prediction for the token that follows input position ``i``.
+    """
+
+    argmax: np.ndarray  # [n] int64, greedy next token per input position
+    logits: torch.Tensor | None = None  # [n, V] float, None for targets that only know argmax
+    seconds: float = 0.0  # wall time of the forward (synchronised on CUDA)
+
+
+class Target(abc.ABC):
+    """A model (or a stand-in) that verifies drafts."""
+
+    vocab_size: int
+    eos_token_ids: frozenset[int]
+    device: torch.device
+    #: longest sequence (prompt + generated) the target can handle; None = unbounded
+    max_length: int | None = None
+
+    @abc.abstractmethod
+    def start(self, prompt_ids: Sequence[int]) -> None:
+        """Begin a sequence: put every prompt token but the last into the cache."""
+
+    @abc.abstractmethod
+    def score(self, tokens: np.ndarray) -> Scores:
+        """One forward over ``tokens`` ([n] int64: the last committed token, then the draft)."""
+
+    @abc.abstractmethod
+    def keep(self, n: int) -> None:
+        """After :meth:`score`, keep only its first ``n`` inputs in the cache (the accepted path)."""
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of ``ids`` (needed for stop strings); targets without a tokenizer raise."""
+        raise NotImplementedError(f"{type(self).__name__} has no tokenizer; stop strings need one")

@@ -1,0 +1,1 @@
+"""Experiments: task suites, traces, comparisons, the leaderboard, logging, plots and CLIs."""

@@ -1,0 +1,23 @@
+"""Drafters: propose continuations by looking them up in the token history.
+
+Importing this package registers the built-in drafters.
+"""
+
+from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.errors import PLDError
+from lookup.registry import UnknownDrafterError, available, create, get, register
+
+# Built-in drafters register themselves on import.
+from lookup import baseline, unfold  # noqa: E402,F401  isort: skip
+
+__all__ = [
+    "Draft",
+    "Drafter",
+    "EMPTY_DRAFT",
+    "PLDError",
+    "UnknownDrafterError",
+    "available",
+    "create",
+    "get",
+    "register",
+]

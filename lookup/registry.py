@@ -1,0 +1,80 @@
+"""Name -> drafter class registry, with entry-point plug-ins (group ``pld_lab.drafters``)."""
+
+from __future__ import annotations
+
+import difflib
+from importlib import metadata
+from typing import Callable, TypeVar
+
+from lookup.base import Drafter
+from lookup.errors import PLDError
+
+ENTRY_POINT_GROUP = "pld_lab.drafters"
+
+_REGISTRY: dict[str, type[Drafter]] = {}
+T = TypeVar("T", bound=type[Drafter])
+
+
+class UnknownDrafterError(PLDError, KeyError):
+    """Raised by :func:`create` for a name that is not registered."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+def register(name: str) -> Callable[[T], T]:
+    """Class decorator: make a :class:`Drafter` subclass available as ``create(name)``."""
+
+    def deco(cls: T) -> T:
+        if not (isinstance(cls, type) and issubclass(cls, Drafter)):
+            raise TypeError(f"@register({name!r}) needs a Drafter subclass, got {cls!r}")
+        existing = _REGISTRY.get(name)
+        if existing is not None and existing.__qualname__ != cls.__qualname__:
+            raise ValueError(f"drafter name {name!r} is already taken by {existing.__qualname__}")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def _load_entry_points() -> None:
+    """Import plug-in drafters; a broken plug-in is skipped, never fatal."""
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in _REGISTRY:
+            continue
+        try:
+            cls = ep.load()
+        except Exception as exc:  # noqa: BLE001 - a third-party bug must not break the registry
+            import warnings
+
+            warnings.warn(f"skipping drafter plug-in {ep.name!r}: {exc}", stacklevel=2)
+            continue
+        if isinstance(cls, type) and issubclass(cls, Drafter) and ep.name not in _REGISTRY:
+            register(ep.name)(cls)
+
+
+def available() -> list[str]:
+    """Names of all registered drafters, plug-ins included, sorted."""
+    _load_entry_points()
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> type[Drafter]:
+    """The class registered as ``name``; unknown names raise with close suggestions."""
+    if name not in _REGISTRY:
+        _load_entry_points()
+    if name not in _REGISTRY:
+        close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.4)
+        hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
+        raise UnknownDrafterError(f"unknown drafter {name!r}; {hint}available: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def create(name: str, **params) -> Drafter:
+    """A new drafter instance: ``create("unfold", max_ngram=3)``."""
+    cls = get(name)
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise TypeError(f"drafter {name!r}: {exc}") from None

@@ -1,0 +1,89 @@
+"""``unfold``: the original prompt-lookup function, kept faithful as the reference baseline.
+
+This is ``find_candidate_pred_tokens`` from the prompt-lookup-decoding write-up: for n-gram
+sizes ``max_ngram_size`` down to 1, slide ``unfold`` windows over the whole context, and take
+the *first match from the left* whose full ``num_pred_tokens`` continuation exists and does
+not start inside the suffix itself. Its cost grows with the context length, by design.
+
+The only liberties: the inner Python loop over match indices is vectorised (same first
+index, same result), and n-gram sizes longer than the context are skipped (the published
+code would raise in ``unfold``).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.registry import register
+
+
+def find_candidate_pred_tokens(
+    input_ids: torch.Tensor, max_ngram_size: int = 3, num_pred_tokens: int = 10
+) -> torch.Tensor:
+    """The published lookup function. ``input_ids``: [1, L] -> continuation [num_pred_tokens] or [0]."""
+    input_length = input_ids.size(1)
+    for ngram_size in range(max_ngram_size, 0, -1):
+        if ngram_size > input_length:
+            continue
+        ngram = input_ids[0, -ngram_size:]
+        windows = input_ids.unfold(dimension=1, size=ngram_size, step=1)  # [1, L-n+1, n]
+        matches = (windows == ngram.unsqueeze(0)).all(dim=2)  # [1, L-n+1]
+        match_indices = matches.nonzero(as_tuple=True)[1]  # [m], ascending
+        start = match_indices + ngram_size
+        # the two conditions of the published loop: a full continuation, and no self-match
+        valid = (start + num_pred_tokens <= input_length) & (start < input_length - ngram_size)
+        hits = match_indices[valid]
+        if len(hits):
+            first = int(hits[0]) + ngram_size
+            return input_ids[0, first : first + num_pred_tokens]
+    return torch.zeros(0, dtype=torch.long, device=input_ids.device)
+
+
+@register("unfold")
+class UnfoldDrafter(Drafter):
+    """The original prompt lookup (n-gram 3 -> 1, 10 tokens), on torch tensors on ``device``."""
+
+    def __init__(self, max_ngram_size: int = 3, num_pred_tokens: int = 10, device: str | torch.device = "cpu"):
+        super().__init__()
+        if max_ngram_size < 1 or num_pred_tokens < 1:
+            raise ValueError("max_ngram_size and num_pred_tokens must be >= 1")
+        self.max_ngram_size = max_ngram_size
+        self.num_pred_tokens = num_pred_tokens
+        self.device = torch.device(device)
+        self._buf = torch.zeros(1, 256, dtype=torch.long, device=self.device)  # [1, capacity]
+        self._len = 0
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        self._len = 0
+        self.extend(prompt)
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        n = len(tokens)
+        if n == 0:
+            return
+        if self._len + n > self._buf.size(1):  # amortised doubling, not a torch.cat per step
+            grown = torch.zeros(1, 2 * (self._len + n), dtype=torch.long, device=self.device)
+            grown[:, : self._len] = self._buf[:, : self._len]
+            self._buf = grown
+        self._buf[0, self._len : self._len + n] = torch.as_tensor(np.asarray(tokens, dtype=np.int64), device=self.device)
+        self._len += n
+
+    @property
+    def input_ids(self) -> torch.Tensor:
+        """The committed context.  # [1, L]"""
+        return self._buf[:, : self._len]
+
+    def propose(self, budget: int) -> Draft:
+        if budget <= 0 or self._len == 0:
+            return EMPTY_DRAFT
+        found = find_candidate_pred_tokens(self.input_ids, self.max_ngram_size, self.num_pred_tokens)
+        if len(found) == 0:
+            return EMPTY_DRAFT
+        return Draft(found[:budget].cpu().numpy())
+
+    def params(self) -> dict:
+        return {"max_ngram_size": self.max_ngram_size, "num_pred_tokens": self.num_pred_tokens}

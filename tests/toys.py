@@ -1,0 +1,82 @@
+"""Small stand-ins shared by the tests: a tiny random-weight Llama and test-only drafters."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from decoding.model_target import ModelTarget
+from lookup.base import EMPTY_DRAFT, Draft, Drafter
+
+
+class IdTokenizer:
+    """Enough of a tokenizer for a model without one: ids print as ``<id>``."""
+
+    eos_token_id: int | None = None
+    chat_template = None
+
+    def __init__(self, eos_token_id: int | None = None) -> None:
+        self.eos_token_id = eos_token_id
+
+    def decode(self, ids: Sequence[int], **_) -> str:
+        return "".join(f"<{int(i)}>" for i in ids)
+
+
+def tiny_llama(vocab_size: int = 64, eos_token_id: int | None = None, seed: int = 0, layers: int = 2) -> ModelTarget:
+    """A random-weight Llama small enough to run hundreds of forwards per second on a CPU."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        eos_token_id=eos_token_id,
+        bos_token_id=None,
+        pad_token_id=None,
+        tie_word_embeddings=False,
+    )
+    model = LlamaForCausalLM(config).eval()
+    with torch.no_grad():  # sharper logits make greedy paths distinct, so ties never occur
+        model.lm_head.weight.mul_(8.0)
+    model.generation_config.eos_token_id = eos_token_id
+    return ModelTarget(model, IdTokenizer(eos_token_id), name="tiny-llama")
+
+
+class RandomDrafter(Drafter):
+    """Proposes uniformly random ids: the worst drafter, and a good losslessness probe."""
+
+    name = "random-test"
+
+    def __init__(self, vocab_size: int, length: int = 5, seed: int = 0) -> None:
+        super().__init__()
+        self.vocab_size, self.length = vocab_size, length
+        self._rng = np.random.default_rng(seed)
+        self._next = self._rng.integers(0, vocab_size, length)
+
+    def propose(self, budget: int) -> Draft:
+        # Same answer until the next extend: propose must not change state.
+        return Draft(self._next[: max(budget, 0)]) if budget > 0 else EMPTY_DRAFT
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        super().extend(tokens)
+        self._next = self._rng.integers(0, self.vocab_size, self.length)
+
+
+class FixedDrafter(Drafter):
+    """Always proposes the same tokens (cut to the budget): for hand-built edge cases."""
+
+    name = "fixed-test"
+
+    def __init__(self, tokens: Sequence[int]) -> None:
+        super().__init__()
+        self.tokens = np.asarray(tokens, dtype=np.int64)
+
+    def propose(self, budget: int) -> Draft:
+        return Draft(self.tokens[:budget]) if budget > 0 else EMPTY_DRAFT
