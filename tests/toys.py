@@ -80,3 +80,17 @@ class FixedDrafter(Drafter):
 
     def propose(self, budget: int) -> Draft:
         return Draft(self.tokens[:budget]) if budget > 0 else EMPTY_DRAFT
+
+
+class OracleDrafter(Drafter):
+    """Knows the true continuation (e.g. a greedy run) and proposes it: every draft is accepted."""
+
+    name = "oracle-test"
+
+    def __init__(self, full: Sequence[int]) -> None:
+        super().__init__()
+        self.full = [int(t) for t in full]  # prompt + the whole expected output
+
+    def propose(self, budget: int) -> Draft:
+        at = len(self.context)
+        return Draft(self.full[at : at + budget]) if budget > 0 else EMPTY_DRAFT

@@ -1,0 +1,54 @@
+"""transformers' own generate, as the reference our loop is checked and timed against."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from decoding.model_target import ModelTarget, synchronize
+
+
+@dataclass
+class ReferenceResult:
+    tokens: list[int]  # generated ids, EOS included when it stopped there
+    wall_s: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return len(self.tokens) / self.wall_s if self.wall_s else 0.0
+
+
+@torch.inference_mode()
+def hf_generate(
+    target: ModelTarget,
+    prompt_ids: Sequence[int],
+    max_new_tokens: int,
+    prompt_lookup_num_tokens: int | None = None,
+    max_matching_ngram_size: int | None = None,
+    **sampling,
+) -> ReferenceResult:
+    """``model.generate`` greedy (default), or with transformers' prompt lookup when asked.
+
+    ``sampling`` (do_sample, temperature, top_k, top_p) is passed through.
+    """
+    ids = torch.tensor([list(prompt_ids)], device=target.device)  # [1, L]
+    kwargs = dict(
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        eos_token_id=sorted(target.eos_token_ids) or None,
+        pad_token_id=next(iter(target.eos_token_ids), 0),
+    )
+    kwargs.update(sampling)
+    if prompt_lookup_num_tokens is not None:
+        kwargs.update(prompt_lookup_num_tokens=prompt_lookup_num_tokens)
+        if max_matching_ngram_size is not None:
+            kwargs.update(max_matching_ngram_size=max_matching_ngram_size)
+    synchronize(target.device)
+    t0 = time.perf_counter()
+    out = target.model.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
+    synchronize(target.device)
+    wall = time.perf_counter() - t0
+    return ReferenceResult(tokens=out[0, ids.shape[1] :].tolist(), wall_s=wall)

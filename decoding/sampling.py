@@ -1,0 +1,262 @@
+"""Exact sampled verification: temperature, top-k, top-p and rejection-sampling acceptance.
+
+Three layers, each testable alone:
+
+* :func:`process_logits` turns the target's logits into the distribution it samples from,
+  applying temperature, top-k and top-p exactly as transformers' warpers do.
+* :func:`sample_rows`, :func:`accept_deterministic` and :func:`accept_stochastic` are pure
+  functions over probabilities and explicit uniforms: hand them uniforms and they decide.
+* :class:`SamplingRule` (built by :func:`sampling_rule`) is the per-generation rule that
+  :func:`decoding.generate` calls once per step. It owns the one ``torch.Generator``.
+
+Randomness, in a fixed order. One generator per generation, seeded by ``seed``, on the
+target's device. Output position ``t`` (0 = the first generated token) owns a pair of
+uniforms ``(u_accept[t], u_sample[t])``; the generator fills them ``BLOCK`` positions at a
+time (the j-th call is ``torch.rand(BLOCK, 2)``, float64, for positions ``j*BLOCK ..``), so the
+pair of a position never depends on how many steps or draft tokens came before it. A step
+at position ``t`` verifying ``k`` nodes reads the pairs of ``t .. t+k`` and moves on by the
+tokens it committed; the pairs of rejected positions are read again by the next step.
+
+* ``u_sample[t]`` picks the token committed at ``t`` by inverse CDF of the distribution it is
+  drawn from (the target's, or a residual).
+* ``u_accept[t]`` is the acceptance test of a draft node at ``t`` that carries ``q``.
+
+For deterministic drafts (lookup drafters) the committed token at position ``t`` is then
+``inverse_cdf(p_t, u_sample[t])`` whatever was drafted (see :func:`accept_deterministic`), so
+every such drafter reproduces, token for token, plain sampling (drafter ``none``) with the
+same seed, up to the last-bit differences between a batched and a one-token forward.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import secrets
+
+import numpy as np
+import torch
+
+from decoding.acceptance import accept_greedy
+from decoding.target import Scores
+from lookup.base import Draft
+from lookup.errors import PLDError
+
+#: positions whose uniforms one generator call draws
+BLOCK = 256
+#: columns of the uniform stream
+ACCEPT, SAMPLE = 0, 1
+
+
+# -- the target's distribution --------------------------------------------------------------
+
+
+def check_sampling_params(temperature: float, top_k: int, top_p: float) -> None:
+    """Raise :class:`PLDError` (one line) unless the parameters describe a distribution."""
+    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
+        raise PLDError(f"temperature must be a finite number > 0 to sample (0 = greedy), got {temperature!r}")
+    try:
+        k = operator.index(top_k)
+    except TypeError:
+        raise PLDError(f"top_k must be an integer >= 0 (0 = off), got {top_k!r}") from None
+    if k < 0 or isinstance(top_k, bool):
+        raise PLDError(f"top_k must be an integer >= 0 (0 = off), got {top_k!r}")
+    if not (isinstance(top_p, (int, float)) and 0 < top_p <= 1):
+        raise PLDError(f"top_p must be in (0, 1] (1 = off), got {top_p!r}")
+
+
+def process_logits(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """Sampling distribution of each row of ``logits`` ([n, V]) -> probabilities [n, V] float32.
+
+    Temperature, then top-k, then top-p, then softmax: the order and the arithmetic of
+    transformers' ``TemperatureLogitsWarper``, ``TopKLogitsWarper`` and ``TopPLogitsWarper``
+    (``min_tokens_to_keep=1``), so ties are kept or cut exactly as there. ``top_k=0`` and
+    ``top_p=1`` are off. Removed tokens get probability exactly 0.
+    """
+    check_sampling_params(temperature, top_k, top_p)
+    scores = logits.float() / float(temperature)  # float32 like transformers' generate
+    if top_k:
+        k = min(int(top_k), scores.shape[-1])
+        # ties with the k-th value stay in, as in transformers
+        scores = scores.masked_fill(scores < torch.topk(scores, k)[0][..., -1:], -math.inf)
+    if top_p < 1.0:
+        # ascending sort; drop the low tail whose mass is <= 1 - top_p, always keep the top token
+        sorted_logits, sorted_indices = torch.sort(scores, descending=False)
+        cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+        sorted_remove = cumulative <= (1 - top_p)
+        sorted_remove[..., -1:] = False
+        remove = sorted_remove.scatter(-1, sorted_indices, sorted_remove)
+        scores = scores.masked_fill(remove, -math.inf)
+    return scores.softmax(dim=-1)
+
+
+# -- pure rules over probabilities and uniforms ----------------------------------------------
+
+
+def sample_rows(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Inverse-CDF sample of each row: row ``i`` of ``probs`` ([n, V], rows with positive mass,
+    need not be normalised) picked by ``u[i]`` in [0, 1) -> ids [n] int64.
+
+    Token ``j`` of row ``i`` is chosen iff ``u[i]`` lies in ``[cdf[j-1], cdf[j]) / total``. A
+    zero-probability token is never chosen, on any device: its cdf entry is forced equal to
+    the one before it (a parallel cumsum may round it apart), and ``u * total`` is kept below
+    ``total``.
+    """
+    p = probs.double()
+    cdf = p.cumsum(dim=-1)  # [n, V]
+    # make the cdf non-decreasing and flat over zeros, whatever order the scan added in
+    cdf = torch.where(p > 0, cdf, -math.inf).cummax(dim=-1).values
+    total = cdf[:, -1:]  # [n, 1]
+    x = torch.minimum(u.double().reshape(-1, 1) * total, torch.nextafter(total, torch.zeros_like(total)))
+    return torch.searchsorted(cdf, x, right=True).reshape(-1)
+
+
+def accept_deterministic(probs: torch.Tensor, draft: np.ndarray, u_sample: torch.Tensor) -> tuple[int, int]:
+    """Verify a deterministic chain ``draft`` ([k]) against the target's ``probs`` ([k+1, V]).
+
+    The rule: accept node ``i`` with probability ``p_i(d_i)``; at the first rejection commit a
+    token drawn from ``p_i`` with ``d_i`` removed and renormalised; if every node is accepted,
+    commit a bonus token drawn from ``p_k``. Returns ``(accepted, next_token)``.
+
+    Implemented as a coupling with one uniform per position: draw ``x_i = inverse_cdf(p_i,
+    u_sample[i])`` ([k+1]) and accept while ``x_i == d_i``. Then P(accept) = ``p_i(d_i)``, and
+    given a rejection ``x_i`` is distributed as ``p_i`` without ``d_i``, renormalised: the same
+    rule. The correction or bonus is ``x`` at the first mismatch, so the committed tokens do
+    not depend on the draft at all (``p(d) = 1`` always accepts, ``p(d) = 0`` never does).
+    """
+    sampled = sample_rows(probs, u_sample).cpu().numpy()  # [k+1], the step's one transfer
+    return accept_greedy(np.asarray(draft, dtype=np.int64), sampled)
+
+
+def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """``norm(max(0, p - q))`` per row ([k, V] each); rows where it has no mass fall back to ``p``.
+
+    A row has no residual mass only when ``p <= q`` everywhere, i.e. ``p == q``: then every
+    node is accepted and the row is never used, except through float rounding.
+    """
+    r = (p.double() - q.double()).clamp_min(0)
+    mass = r.sum(dim=-1, keepdim=True)
+    return torch.where(mass > 0, r / mass.clamp_min(torch.finfo(torch.float64).tiny), p.double())
+
+
+def accept_stochastic(
+    probs: torch.Tensor, draft: np.ndarray, q: torch.Tensor, u_accept: torch.Tensor, u_sample: torch.Tensor
+) -> tuple[int, int]:
+    """Verify a chain whose node ``i`` was drawn from ``q[i]`` ([k, V], rows sum to 1).
+
+    Standard speculative sampling: accept node ``i`` iff ``u_accept[i] * q_i(d_i) < p_i(d_i)``
+    (probability ``min(1, p/q)``, no division); at the first rejection commit a token drawn
+    from ``norm(max(0, p_i - q_i))`` with ``u_sample[i]``; if all are accepted commit a bonus
+    drawn from ``p_k`` with ``u_sample[k]``. Returns ``(accepted, next_token)``.
+    Every row is sampled in one vectorised pass and read back in one transfer.
+    """
+    k = len(draft)
+    d = torch.as_tensor(np.asarray(draft, dtype=np.int64), device=probs.device)  # [k]
+    rows = torch.arange(k, device=probs.device)
+    accept = u_accept.double() * q[rows, d].double() < probs[rows, d].double()  # [k]
+    candidates = sample_rows(torch.cat([residual(probs[:k], q), probs[k:].double()]), u_sample)  # [k+1]
+    out = torch.cat([accept.long(), candidates]).tolist()
+    rejected = [i for i in range(k) if not out[i]]
+    accepted = rejected[0] if rejected else k
+    return accepted, int(out[k + accepted])
+
+
+# -- the per-generation rule -----------------------------------------------------------------
+
+
+class UniformStream:
+    """Uniform pairs indexed by output position, from one ``torch.Generator`` (see module doc).
+
+    Positions are read in non-decreasing order; blocks behind the current position are dropped.
+    """
+
+    def __init__(self, seed: int, device: torch.device | str, block: int = BLOCK) -> None:
+        self.device = torch.device(device)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+        self.block = block
+        self._start = 0  # position of self._buf[0], a multiple of block
+        self._buf = torch.empty(0, 2, dtype=torch.float64, device=self.device)  # [m, 2]
+
+    def take(self, position: int, n: int) -> torch.Tensor:
+        """Uniforms of positions ``position .. position+n-1``: [n, 2] float64, columns ACCEPT, SAMPLE."""
+        if position < self._start:
+            raise ValueError(f"position {position} was already dropped (the stream starts at {self._start})")
+        drop = (position - self._start) // self.block * self.block
+        if drop:
+            self._buf, self._start = self._buf[drop:], self._start + drop
+        blocks = [self._buf]
+        have = self._start + len(self._buf)
+        while have < position + n:
+            blocks.append(torch.rand(self.block, 2, generator=self.generator, dtype=torch.float64, device=self.device))
+            have += self.block
+        if len(blocks) > 1:
+            self._buf = torch.cat(blocks)
+        offset = position - self._start
+        return self._buf[offset : offset + n]
+
+
+class SamplingRule:
+    """``rule(draft, scores) -> (accepted, next_token)`` for one sampled generation.
+
+    Holds the parameters, the uniform stream and the output position; create one per generation.
+    ``seed`` is the seed actually used (drawn at random when none was given).
+    """
+
+    def __init__(self, temperature: float, top_k: int, top_p: float, seed: int | None, device) -> None:
+        check_sampling_params(temperature, top_k, top_p)
+        if seed is None:
+            seed = secrets.randbits(63)
+        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed < 2**64:
+            raise PLDError(f"seed must be an integer in [0, 2**64) or None, got {seed!r}")
+        self.temperature, self.top_k, self.top_p, self.seed = float(temperature), int(top_k), float(top_p), int(seed)
+        self.device = torch.device(device)
+        self.stream = UniformStream(self.seed, self.device)
+        self.position = 0  # output position of the next committed token
+
+    def __call__(self, draft: Draft, scores: Scores) -> tuple[int, int]:
+        if not draft.is_chain:
+            raise PLDError("sampled verification supports chain drafts only; the drafter proposed a tree")
+        if scores.logits is None:
+            raise PLDError("sampling needs a target that returns logits; this one only knows its argmax")
+        k = len(draft)
+        if scores.logits.shape[0] != k + 1:
+            raise PLDError(f"the target scored {scores.logits.shape[0]} positions for a draft of {k} nodes")
+        probs = process_logits(scores.logits, self.temperature, self.top_k, self.top_p)  # [k+1, V]
+        u = self.stream.take(self.position, k + 1).to(probs.device)  # [k+1, 2]
+        if draft.probs is None:
+            accepted, token = accept_deterministic(probs, draft.tokens, u[:, SAMPLE])
+        else:
+            q = _draft_q(draft, probs.shape[-1]).to(probs.device)  # [k, V]
+            accepted, token = accept_stochastic(probs, draft.tokens, q, u[:k, ACCEPT], u[:, SAMPLE])
+        self.position += accepted + 1
+        return accepted, token
+
+    def __repr__(self) -> str:
+        return (
+            f"SamplingRule(temperature={self.temperature}, top_k={self.top_k}, top_p={self.top_p}, "
+            f"seed={self.seed}, device={self.device})"
+        )
+
+
+def _draft_q(draft: Draft, vocab_size: int) -> torch.Tensor:
+    """``draft.probs`` checked and normalised: [k, V] float32.
+
+    A node drawn from ``q`` has ``q(d) > 0``; anything else means the stated q is not the one
+    the drafter sampled from, and the acceptance test would no longer be exact.
+    """
+    q = draft.probs
+    if q.shape[1] != vocab_size:
+        raise PLDError(f"draft probabilities cover {q.shape[1]} ids, the target's vocabulary has {vocab_size}")
+    if not np.isfinite(q).all() or (q < 0).any():
+        raise PLDError("draft probabilities must be finite and >= 0")
+    mass = q.sum(axis=1, keepdims=True, dtype=np.float64)
+    picked = q[np.arange(len(draft)), draft.tokens]
+    if (picked <= 0).any():
+        i = int(np.flatnonzero(picked <= 0)[0])
+        raise PLDError(f"draft node {i} (id {int(draft.tokens[i])}) has probability 0 under the q it states")
+    return torch.from_numpy((q / mass).astype(np.float32))
+
+
+def sampling_rule(temperature: float, top_k: int, top_p: float, seed: int | None, device) -> SamplingRule:
+    """The acceptance rule of one sampled generation (see :class:`SamplingRule`)."""
+    return SamplingRule(temperature, top_k, top_p, seed, device)

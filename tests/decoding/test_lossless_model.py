@@ -1,0 +1,52 @@
+"""Greedy speculative decoding on the embedded model is token-identical to transformers' greedy."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+
+import pytest
+from pydoc_data.topics import topics
+from toys import RandomDrafter
+
+import decoding
+import lookup
+from decoding.lossless import compare_outputs
+from decoding.reference import hf_generate
+
+pytestmark = pytest.mark.model
+MAX_NEW = 48
+
+
+def real_prompts() -> list[str]:
+    """Input-grounded prompts from text that ships with Python."""
+    docs = [f"Summarize this documentation in a few sentences:\n\n{topics[k][:1500]}" for k in ("assert", "break", "with")]
+    funcs = [textwrap.dedent(inspect.getsource(f)) for f in (textwrap.indent, inspect.cleandoc)]
+    return docs + [f"Rename every variable in this function to a longer name and return the whole function:\n\n{f}" for f in funcs]
+
+
+@pytest.fixture(scope="module")
+def cases(embedded):
+    out = []
+    for text in real_prompts():
+        ids = embedded.chat_ids(text)
+        out.append((ids, hf_generate(embedded, ids, MAX_NEW).tokens))
+    return out
+
+
+@pytest.mark.parametrize("name", ["none", "unfold", "random"])
+def test_identical_to_transformers_greedy(embedded, cases, name):
+    for ids, reference in cases:
+        drafter = RandomDrafter(embedded.vocab_size, length=4) if name == "random" else lookup.create(name)
+        ours = decoding.generate(embedded, ids, drafter, max_new_tokens=MAX_NEW).tokens
+        mismatch = compare_outputs(embedded, ids, ours, reference)
+        assert mismatch is None, str(mismatch)
+
+
+def test_lookup_actually_speculates(embedded, cases):
+    # unfold must find and accept drafts on input-grounded text, or the test above proves little
+    accepted = sum(
+        decoding.generate(embedded, ids, lookup.create("unfold"), max_new_tokens=MAX_NEW).stats.accepted
+        for ids, _ in cases
+    )
+    assert accepted > 20
