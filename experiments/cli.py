@@ -1,0 +1,52 @@
+"""What every command-line tool here shares: one-line errors, exit codes, device/thread setup."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import Callable
+
+from lookup.errors import PLDError
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def guarded(main: Callable[..., int | None]) -> Callable[..., int]:
+    """Run ``main``; a user mistake prints one line and exits 2, Ctrl-C exits 130 without a traceback."""
+
+    @functools.wraps(main)
+    def wrapper(*args, **kwargs) -> int:
+        try:
+            return int(main(*args, **kwargs) or 0)
+        except PLDError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            print("\ninterrupted: finished results were kept", file=sys.stderr)
+            return EXIT_INTERRUPTED
+
+    return wrapper
+
+
+def quiet_libraries() -> None:
+    """Silence the progress bars and warnings of transformers so our own output stays readable."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the network at run time
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning, module="transformers")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass
+
+
+def parse_list(text: str) -> list[str]:
+    """``"a, b,c"`` -> ``["a", "b", "c"]``."""
+    return [part.strip() for part in text.split(",") if part.strip()]

@@ -1,0 +1,66 @@
+"""Compare drafters side by side on the embedded model (or yours), against transformers.
+
+    python experiments/compare.py                       # quick subset of every task, default methods
+    python experiments/compare.py --drafters none,unfold --prompts 3 --max-new-tokens 256
+    python experiments/compare.py --temperature 0.7 --top-p 0.9 --seed 1
+
+Every (prompt, method) result is appended to a JSONL file as soon as it is measured; a rerun
+of the same configuration skips what is already there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
+
+from experiments.cli import guarded, parse_list, quiet_libraries  # noqa: E402
+
+DEFAULT_METHODS = "hf-greedy,hf-lookup,none,unfold"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--drafters", default=None,
+                   help=f"comma-separated methods: drafter names (with :key=value params) or hf-greedy, hf-lookup "
+                        f"(default: {DEFAULT_METHODS} plus every other registered drafter)")
+    p.add_argument("--tasks", default=None, help="comma-separated task suites (default: all embedded)")
+    p.add_argument("--prompts", type=int, default=1, help="prompts per task (default 1; --full for all)")
+    p.add_argument("--full", action="store_true", help="run every prompt of every task")
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--model", default=None, help="local model folder or hub name (default: embedded SmolLM2-135M)")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--results", default="results", help="folder for results JSONL (default: results/)")
+    p.add_argument("--fresh", action="store_true", help="ignore earlier rows of this configuration")
+    return p
+
+
+def default_methods() -> list[str]:
+    import lookup
+
+    base = parse_list(DEFAULT_METHODS)
+    return base + [n for n in lookup.available() if n not in base]
+
+
+@guarded
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    quiet_libraries()
+    from experiments.runner import Comparison
+
+    methods = parse_list(args.drafters) if args.drafters else default_methods()
+    comparison = Comparison.from_args(args, methods)
+    comparison.run()
+    print(comparison.report())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""Run a comparison: every method on every case, rows to JSONL, a table per category."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from tqdm import tqdm
+
+import decoding
+from decoding.lossless import compare_outputs
+from experiments import tasks as task_suites
+from experiments.methods import Method, Run, Sampling, parse_method
+from experiments.results import ResultStore, config_hash, git_sha, versions
+from experiments.table import render
+from lookup.errors import PLDError
+
+
+@dataclass
+class Case:
+    """One turn of one prompt, as token ids."""
+
+    id: str  # "summarization/003" or "mt-bench/81#2"
+    category: str
+    turn: int  # 1-based
+    ids: list[int]
+
+
+def check_settings(max_new_tokens: int, prompts: int, sampling: Sampling) -> None:
+    if max_new_tokens < 1:
+        raise PLDError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
+    if prompts < 1:
+        raise PLDError(f"--prompts must be >= 1, got {prompts}")
+    if sampling.temperature < 0:
+        raise PLDError(f"--temperature must be >= 0, got {sampling.temperature}")
+    if not 0 < sampling.top_p <= 1:
+        raise PLDError(f"--top-p must be in (0, 1], got {sampling.top_p}")
+    if sampling.top_k < 0:
+        raise PLDError(f"--top-k must be >= 0, got {sampling.top_k}")
+
+
+class Comparison:
+    """Methods x cases, measured back to back per case so that machine noise hits all alike."""
+
+    def __init__(self, target, methods: Sequence[Method], prompts, max_new_tokens: int, sampling: Sampling,
+                 results_dir: str | Path = "results", fresh: bool = False) -> None:
+        self.target, self.prompts = target, prompts
+        self.max_new_tokens, self.sampling = max_new_tokens, sampling
+        # The first method is the reference: its answers seed later turns, and speedups are over it.
+        self.methods = list(methods)
+        self.config = {
+            "model": target.name, "device": str(target.device), "dtype": str(target.model.dtype),
+            "max_new_tokens": max_new_tokens, "temperature": sampling.temperature, "top_k": sampling.top_k,
+            "top_p": sampling.top_p, "seed": sampling.seed, "prompts": task_suites.prompts_digest(prompts),
+            "reference": self.methods[0].spec,
+        }
+        self.experiment = config_hash(self.config)
+        self.store = ResultStore(Path(results_dir) / f"compare-{self.experiment}.jsonl")
+        self.rows: dict[tuple[str, str], dict] = {}
+        if not fresh:
+            for row in self.store.rows():
+                self.rows[(row["case"], row["method"])] = row
+
+    @classmethod
+    def from_args(cls, args, method_specs: Sequence[str]) -> "Comparison":
+        sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed)
+        check_settings(args.max_new_tokens, args.prompts, sampling)
+        methods = [parse_method(s) for s in method_specs]
+        # hf-greedy is the natural reference; put it first when it is there
+        methods.sort(key=lambda m: m.spec != "hf-greedy")
+        names = task_suites.available_tasks() if args.tasks is None else [t.strip() for t in args.tasks.split(",")]
+        prompts = [p for name in names for p in task_suites.load_task(name, None if args.full else args.prompts)]
+        target = decoding.load_model(args.model, device=args.device)
+        return cls(target, methods, prompts, args.max_new_tokens, sampling, args.results, args.fresh)
+
+    # -- running -----------------------------------------------------------------------------
+    def cases_total(self) -> int:
+        return sum(len(p.turns) for p in self.prompts)
+
+    def run(self) -> None:
+        todo = self.cases_total() * len(self.methods)
+        self._warm_up()
+        with tqdm(total=todo, desc="compare", unit="run", dynamic_ncols=True) as bar:
+            for prompt in self.prompts:
+                history: list[dict] = []
+                for turn, user in enumerate(prompt.turns, start=1):
+                    history.append({"role": "user", "content": user})
+                    case_id = prompt.id if len(prompt.turns) == 1 else f"{prompt.id}#{turn}"
+                    case = Case(case_id, prompt.category, turn, self.target.chat_ids(history, prompt.system))
+                    for method in self.methods:
+                        bar.set_postfix_str(f"{case_id} {method.spec}"[:40])
+                        if (case.id, method.spec) not in self.rows:
+                            self._measure(case, method)
+                        bar.update()
+                    answer = self.rows[(case.id, self.methods[0].spec)]["tokens"]
+                    history.append({"role": "assistant", "content": self._answer_text(answer)})
+
+    def _warm_up(self) -> None:
+        """One short run per method first: the first forwards pay for allocation and JIT."""
+        ids = self.target.chat_ids("Say hello.")
+        for method in self.methods:
+            method.run(self.target, ids, 4, self.sampling)
+
+    def _answer_text(self, tokens: list[int]) -> str:
+        return self.target.tokenizer.decode(tokens, skip_special_tokens=True).strip()
+
+    def _measure(self, case: Case, method: Method) -> None:
+        run = method.run(self.target, case.ids, self.max_new_tokens, self.sampling)
+        ref = self.rows.get((case.id, self.methods[0].spec))
+        row = self._row(case, method, run, ref)
+        self.rows[(case.id, method.spec)] = row
+        self.store.append(row)
+
+    def _row(self, case: Case, method: Method, run: Run, ref: dict | None) -> dict:
+        identical, mismatch = None, None
+        if ref is not None and self.sampling.greedy:
+            diff = compare_outputs(self.target, case.ids, run.tokens, ref["tokens"])
+            identical, mismatch = diff is None, (str(diff) if diff else None)
+        steps = max(run.forwards, 1)
+        return {
+            "experiment": self.experiment, "case": case.id, "category": case.category, "turn": case.turn,
+            "method": method.spec, "params": method.params(), "prompt_tokens": len(case.ids),
+            "new_tokens": run.new_tokens, "forwards": run.forwards, "tau": run.tau, "drafted": run.drafted,
+            "accepted": run.accepted, "wall_s": run.wall_s, "tokens_per_s": run.new_tokens / run.wall_s,
+            "forward_s": run.forward_s, "drafter_us_per_step": 1e6 * run.drafter_s / steps,
+            "speedup": (ref["wall_s"] / run.wall_s) if ref is not None else 1.0,
+            "identical": identical, "mismatch": mismatch,
+            "accepted_lengths": run.accepted_lengths, "drafted_lengths": run.drafted_lengths,
+            "contexts": run.contexts, "tokens": run.tokens,
+            "config": self.config, "git_sha": git_sha(), "versions": versions(), "time": time.time(),
+        }
+
+    # -- reporting -----------------------------------------------------------------------------
+    def report(self) -> str:
+        by_group: dict[str, list[dict]] = defaultdict(list)
+        for row in self.rows.values():
+            by_group[group_of(row)].append(row)
+        parts = [f"model {self.config['model']} on {self.config['device']}, max_new_tokens {self.max_new_tokens}, "
+                 f"{'greedy' if self.sampling.greedy else f'temperature {self.sampling.temperature}'}; "
+                 f"speedup over {self.methods[0].spec}; results: {self.store.path}"]
+        for group in sorted(by_group):
+            parts.append(f"\n## {group}\n" + summary_table(by_group[group], [m.spec for m in self.methods]))
+        parts.append("\n## all\n" + summary_table(list(self.rows.values()), [m.spec for m in self.methods]))
+        return "\n".join(parts)
+
+
+def group_of(row: dict) -> str:
+    """Category, with multi-turn prompts split per turn (lookup gains differ sharply between turns)."""
+    return row["category"] if row["case"].count("#") == 0 else f"{row['category']} (turn {row['turn']})"
+
+
+def summary_table(rows: list[dict], order: Sequence[str]) -> str:
+    headers = ["method", "n", "new tok", "fwd", "tau", "tok/s", "speedup", "worst", "drafter µs/step", "identical"]
+    table = []
+    for spec in order:
+        mine = [r for r in rows if r["method"] == spec]
+        if not mine:
+            continue
+        tokens = sum(r["new_tokens"] for r in mine)
+        forwards = sum(r["forwards"] for r in mine)
+        wall = sum(r["wall_s"] for r in mine)
+        ref_wall = sum(r["wall_s"] / r["speedup"] for r in mine)  # the reference's time on the same cases
+        checks = [r["identical"] for r in mine if r["identical"] is not None]
+        identical = "n/a" if not checks else ("yes" if all(checks) else f"NO ({checks.count(False)})")
+        drafter_us = sum(r["drafter_us_per_step"] * r["forwards"] for r in mine) / max(forwards, 1)
+        table.append([spec, len(mine), tokens, forwards, tokens / max(forwards, 1), tokens / wall,
+                      ref_wall / wall, min(r["speedup"] for r in mine), drafter_us, identical])
+    return render(headers, table)
