@@ -1,0 +1,54 @@
+"""compare.py: one-line errors for bad input, and a small end-to-end run that resumes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "experiments"))
+import compare  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["--drafters", "unfodl"], "did you mean 'unfold'"),
+        (["--max-new-tokens", "0"], "max-new-tokens"),
+        (["--tasks", "sumarization"], "did you mean 'summarization'"),
+        (["--model", "./no/such/model", "--drafters", "none"], "model not found"),
+        (["--drafters", "unfold:max_ngram_size"], "key=value"),
+        (["--drafters", "unfold:bogus=1"], "unexpected keyword"),
+        (["--top-p", "0"], "top-p"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv, match, capsys, tmp_path):
+    code = compare.main([*argv, "--results", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and err.startswith("error: ")
+    assert match in err
+
+
+@pytest.mark.model
+def test_small_comparison_writes_rows_and_resumes(tmp_path, capsys, embedded, monkeypatch):
+    import decoding
+
+    monkeypatch.setattr(decoding, "load_model", lambda *a, **k: embedded)
+    argv = ["--tasks", "code-edit,mt-bench", "--max-new-tokens", "12", "--drafters", "hf-greedy,none,unfold",
+            "--results", str(tmp_path)]
+    assert compare.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "## code-edit" in out and "## mt-bench (turn 2)" in out and "identical" in out
+    [path] = tmp_path.glob("compare-*.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(rows) == 3 * 3  # (code-edit + two mt-bench turns) x 3 methods
+    assert all(r["identical"] for r in rows if r["method"] != "hf-greedy")
+    assert {r["method"] for r in rows} == {"hf-greedy", "none", "unfold"}
+    assert all(r["git_sha"] is None or len(r["git_sha"]) >= 40 for r in rows)
+    # a rerun of the same configuration measures nothing new
+    assert compare.main(argv) == 0
+    assert len(path.read_text().splitlines()) == 9
