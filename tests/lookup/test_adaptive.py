@@ -1,0 +1,86 @@
+"""The adaptive drafter: its policy against brute force, and its learning on scripted drafters."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lookup.adaptive import AdaptiveDrafter
+from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.cost import CPU_SMOLLM2, CostProfile
+
+
+class Scripted(Drafter):
+    """Proposes `tokens`; reports a fixed match length."""
+
+    name = "scripted-test"
+
+    def __init__(self, tokens, match=5):
+        super().__init__()
+        self.tokens, self.match = list(tokens), match
+
+    def propose(self, budget):
+        return Draft(self.tokens[:budget]) if budget > 0 else EMPTY_DRAFT
+
+    def match_length(self):
+        return self.match
+
+
+def step(drafter: AdaptiveDrafter, truth: list[int]) -> int:
+    """One simulated decoding step against a target whose output is `truth`; returns tokens sent."""
+    draft = drafter.propose(32)
+    accepted = next((i for i, t in enumerate(draft.tokens) if t != truth[i]), len(draft))
+    committed = truth[: accepted + 1]
+    drafter.extend(committed)
+    drafter.observe(draft, accepted)
+    return len(draft)
+
+
+@settings(max_examples=100, deadline=None)
+@given(acc=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12))
+def test_best_length_maximises_expected_tokens_per_second(acc):
+    d = AdaptiveDrafter(base=Scripted(range(12)), profile=CPU_SMOLLM2, max_tokens=12)
+    d.acceptance = lambda bucket: np.asarray(acc + [0.0] * (12 - len(acc)))
+    k = d.best_length(0, len(acc))
+
+    def rate(n):
+        return (1 + sum(np.prod(acc[: i + 1]) for i in range(n))) / CPU_SMOLLM2.cost(n + 1)
+
+    assert rate(k) == pytest.approx(max(rate(n) for n in range(len(acc) + 1)))
+
+
+def test_stops_drafting_when_drafts_are_wrong_and_resumes_when_right():
+    base = Scripted([7] * 10)
+    d = AdaptiveDrafter(base=base, profile=CPU_SMOLLM2)
+    d.reset([1, 2, 3])
+    sent = [step(d, [9] * 11) for _ in range(20)]  # the target never says 7
+    assert sent[0] > 0 and sum(n > 0 for n in sent) <= 8 and sent[-5:] == [0] * 5
+    sent = [step(d, [7] * 11) for _ in range(30)]  # now it always does: learnt through the free check
+    assert sent[:5].count(0) < 5 and sent[-1] >= 8
+
+
+def test_flat_gpu_profile_sends_everything_a_decent_match_offers():
+    d = AdaptiveDrafter(base=Scripted(range(20), match=8), profile=CostProfile.flat(64), max_tokens=32)
+    d.reset([1])
+    assert len(d.propose(32)) == 20
+
+
+def test_observe_counts_tried_and_accepted_nodes():
+    d = AdaptiveDrafter(base=Scripted([5, 6, 7, 8], match=3), profile=CostProfile.flat(64), max_tokens=8, decay=1.0)
+    d.reset([1])
+    draft = d.propose(8)
+    assert len(draft) == 4
+    d.extend([5, 6, 0])  # two accepted, then the target's own token
+    d.observe(draft, 2)
+    b = d._bucket()
+    assert d._trials[b, :4].tolist() == [1, 1, 1, 0] and d._hits[b, :4].tolist() == [1, 1, 0, 0]
+
+
+def test_propose_has_no_side_effects_on_proposals():
+    d = AdaptiveDrafter(base=Scripted(range(10)))
+    d.reset([1, 2])
+    assert all(a.tokens.tolist() == b.tokens.tolist() for a, b in itertools.pairwise([d.propose(8) for _ in range(3)]))
