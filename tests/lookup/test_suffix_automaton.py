@@ -1,0 +1,191 @@
+"""The suffix automaton against brute-force searches, incrementally after every extend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lookup import automaton_kernels as K
+from lookup.suffix_automaton import MAX_LOAD, LinearLength, SuffixAutomaton, SuffixAutomatonDrafter
+
+UNBOUNDED = 1 << 30  # max_depth that records every ancestor: rings exact, for comparison with brute force
+TOP_ID = K.VOCAB_LIMIT - 1  # 262,143
+
+
+def brute_match(seq: list[int]) -> tuple[int, int, int]:
+    """(length, most recent end, earliest end) of the longest suffix that occurs earlier."""
+    n = len(seq)
+    best = (0, -1, -1)
+    for length in range(1, n):
+        suffix = seq[n - length :]
+        ends = [e for e in range(length - 1, n - 1) if seq[e - length + 1 : e + 1] == suffix]
+        if not ends:
+            break  # a longer suffix cannot occur if this one does not
+        best = (length, max(ends), min(ends))
+    return best
+
+
+@st.composite
+def chunked_sequences(draw, max_len: int = 70, alphabet: tuple[int, int] = (2, 4), top: bool = False):
+    """A token sequence over a 2-4 symbol alphabet, split into random extend() chunks."""
+    k = draw(st.integers(*alphabet))
+    symbols = [TOP_ID - i for i in range(k)] if top else list(range(k))
+    seq = draw(st.lists(st.sampled_from(symbols), max_size=max_len))
+    cuts = sorted(draw(st.lists(st.integers(0, len(seq)), max_size=8)))
+    chunks = [seq[a:b] for a, b in zip([0, *cuts], [*cuts, len(seq)])]
+    return seq, chunks
+
+
+def transitions_of(sam: SuffixAutomaton, state: int) -> dict[int, int]:
+    """The state's transitions read through its linked list of hash slots."""
+    out = {}
+    i = sam.states[state, K.HEAD]
+    while i != -1:
+        out[int(sam.table[i, 0] & K.TOKEN_MASK)] = K.slot_target(sam.table, i)
+        i = K.slot_next(sam.table, i)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(chunked_sequences(), st.booleans())
+def test_match_equals_brute_force_after_every_extend(data, top_ids):
+    seq, chunks = data
+    if top_ids:  # the same shapes with ids at the top of the 2**18 range
+        seq = [TOP_ID - x for x in seq]
+        chunks = [[TOP_ID - x for x in c] for c in chunks]
+    sam = SuffixAutomaton(max_depth=UNBOUNDED, capacity=1)  # tiny: every growth path runs
+    sam.reset([])
+    done: list[int] = []
+    for chunk in chunks:
+        sam.extend(chunk)
+        done += chunk
+        _, length, recent, earliest = sam.match()
+        assert (length, recent, earliest) == brute_match(done)
+        assert sam.sequence.tolist() == done
+
+
+@settings(max_examples=60, deadline=None)
+@given(chunked_sequences(max_len=120, alphabet=(2, 3)), st.integers(1, 3))
+def test_shallow_rings_still_give_a_valid_occurrence(data, max_depth):
+    """With a small max_depth the recent end may be older than the truth, never wrong."""
+    seq, chunks = data
+    sam = SuffixAutomaton(max_depth=max_depth, capacity=2)
+    sam.reset([])
+    done: list[int] = []
+    for chunk in chunks:
+        sam.extend(chunk)
+        done += chunk
+        _, length, recent, earliest = sam.match()
+        true_length, true_recent, true_earliest = brute_match(done)
+        assert (length, earliest) == (true_length, true_earliest)
+        if length:
+            assert earliest <= recent <= true_recent
+            assert done[recent - length + 1 : recent + 1] == done[len(done) - length :]
+
+
+@settings(max_examples=40, deadline=None)
+@given(chunked_sequences(max_len=150, alphabet=(2, 4)), st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=8), max_size=20))
+def test_transitions_accept_exactly_the_substrings(data, probes):
+    """Growth and rehash keep every transition: the automaton accepts exactly the substrings."""
+    seq, chunks = data
+    sam = SuffixAutomaton(max_depth=UNBOUNDED, capacity=1)
+    sam.reset([])
+    for chunk in chunks:
+        sam.extend(chunk)
+    text = "," + ",".join(map(str, seq)) + ","
+    for probe in probes + [seq[i : i + 5] for i in range(0, len(seq), 7)]:
+        state = 0
+        for x in probe:
+            state = K.transition(sam.table, sam.meta, state, x)
+            if state < 0:
+                break
+        is_substring = ("," + ",".join(map(str, probe)) + ",") in text
+        assert (state >= 0) == is_substring, probe
+
+
+@settings(max_examples=40, deadline=None)
+@given(chunked_sequences(max_len=150))
+def test_transition_lists_match_hash_contents(data):
+    """Each state's slot list enumerates exactly the keys of that state in the hash table."""
+    seq, chunks = data
+    sam = SuffixAutomaton(capacity=1)
+    sam.reset([])
+    for chunk in chunks:
+        sam.extend(chunk)
+    n_states = int(sam.meta[K.M_STATES])
+    by_state: dict[int, dict[int, int]] = {}
+    for key, link in sam.table[sam.table[:, 0] != K.EMPTY].tolist():
+        by_state.setdefault(key >> K.TOKEN_BITS, {})[key & K.TOKEN_MASK] = link & 0xFFFFFFFF
+    assert sum(map(len, by_state.values())) == sam.meta[K.M_TRANS]
+    for s in range(n_states):
+        assert transitions_of(sam, s) == by_state.get(s, {})
+    # SAM bounds: <= 2n - 1 states, <= 3n - 4 transitions (n >= 3)
+    n = len(seq)
+    if n >= 3:
+        assert n_states <= 2 * n - 1 and sam.meta[K.M_TRANS] <= 3 * n - 4
+
+
+def test_growth_paths_run():
+    rng = np.random.default_rng(0)
+    sam = SuffixAutomaton(capacity=1)
+    sam.reset([])
+    h0, s0, t0 = len(sam.table), len(sam.states), len(sam.tokens)
+    for _ in range(300):
+        sam.extend(rng.integers(0, 3, size=int(rng.integers(1, 4))).tolist())
+    assert len(sam.table) > h0 and len(sam.states) > s0 and len(sam.tokens) > t0
+    assert sam.meta[K.M_TRANS] <= MAX_LOAD * len(sam.table)
+
+
+@pytest.mark.parametrize("bad", [[-1], [K.VOCAB_LIMIT], [1, 2, 1 << 40]])
+def test_out_of_range_ids_raise_and_change_nothing(bad):
+    sam = SuffixAutomaton()
+    sam.reset([1, 2, 1, 2])
+    before = (sam.match(), len(sam))
+    with pytest.raises(ValueError):
+        sam.extend(bad)
+    assert (sam.match(), len(sam)) == before
+    sam.extend([TOP_ID, 0, TOP_ID])
+    assert sam.match()[1:3] == (1, 4) and len(sam) == 7  # the top id matched its earlier self
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    chunked_sequences(max_len=60),
+    st.integers(0, 12),
+    st.integers(1, 3),
+    st.integers(1, 12),
+    st.sampled_from(["recent", "earliest"]),
+    st.sampled_from([None, (1.0, 1.0), (0.5, 0.0)]),
+)
+def test_drafter_copies_the_continuation_of_the_chosen_occurrence(data, budget, min_match, max_tokens, occurrence, rule):
+    seq, chunks = data
+    d = SuffixAutomatonDrafter(min_match=min_match, max_tokens=max_tokens, occurrence=occurrence, length_rule=rule, max_depth=UNBOUNDED)
+    d.reset(chunks[0] if chunks else [])
+    for chunk in chunks[1:]:
+        d.extend(chunk)
+    length, recent, earliest = brute_match(seq)
+    draft = d.propose(budget)
+    if length < min_match or budget == 0:
+        assert len(draft) == 0
+        return
+    want = max_tokens if rule is None else max(0, min(max_tokens, LinearLength(*rule)(length)))
+    end = recent if occurrence == "recent" else earliest
+    assert draft.tokens.tolist() == seq[end + 1 : end + 1 + min(budget, want)]
+    assert draft.parents is None
+
+
+def test_linear_length_rule():
+    d = SuffixAutomatonDrafter(min_match=1, max_tokens=6, length_rule=(2.0, 1.0))
+    assert [d.draft_length(m) for m in (0, 1, 2, 3, 10)] == [1, 3, 5, 6, 6]
+    d = SuffixAutomatonDrafter(length_rule=lambda m: m - 1)
+    assert [d.draft_length(m) for m in (0, 1, 5, 50)] == [0, 0, 4, 10]
+
+
+def test_memory_is_linear_and_counted():
+    sam = SuffixAutomaton()
+    sam.reset(np.random.default_rng(1).integers(0, 50_000, size=20_000))
+    stats = sam.stats()
+    assert stats["states"] <= 2 * 20_000 and stats["nbytes"] == sam.nbytes()
+    assert sam.nbytes() / 20_000 < 200  # the 160 B/token target is checked at 1M by the bench
