@@ -56,3 +56,14 @@ def cost_profile(target: ModelTarget, remeasure: bool = False, **kwargs) -> Cost
     profile = measure_cost_profile(target, **kwargs)
     profile.save(path)
     return profile
+
+
+def estimated_speedup(steps, profile: CostProfile) -> float:
+    """Speedup over plain decoding predicted by ``profile`` for a run's per-step records.
+
+    ``tokens x cost(1) / sum over steps of (cost(drafted + 1) + drafter seconds)``: what the
+    run would gain on the machine the profile was measured on, free of this machine's noise.
+    """
+    tokens = sum(s.committed for s in steps)
+    spent = sum(profile.cost(s.drafted + 1) + s.drafter_s for s in steps)
+    return tokens * profile.cost(1) / spent if spent else 0.0

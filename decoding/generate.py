@@ -179,6 +179,8 @@ def _check_request(target: Target, prompt: list[int], max_new_tokens: int, draft
         raise PLDError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     if temperature < 0:
         raise PLDError(f"temperature must be >= 0, got {temperature}")
+    if temperature > 0 and getattr(target, "greedy_only", False):
+        raise PLDError(f"{type(target).__name__} replays greedy runs only; use temperature 0")
     if draft_budget < 0:
         raise PLDError(f"draft_budget must be >= 0, got {draft_budget}")
     bad = [t for t in prompt if not 0 <= t < target.vocab_size]

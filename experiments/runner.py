@@ -6,7 +6,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterator, Sequence
 
 from tqdm import tqdm
 
@@ -27,6 +27,22 @@ class Case:
     category: str
     turn: int  # 1-based
     ids: list[int]
+
+
+def conversation_cases(target, prompt, answer: Callable[[Case], list[int]]) -> Iterator[Case]:
+    """The turns of ``prompt`` as cases; each later turn follows the model's own earlier answers.
+
+    ``answer(case)`` gives the tokens the model answered to a case (called after the case
+    was yielded, so the caller can measure it first).
+    """
+    history: list[dict] = []
+    for turn, user in enumerate(prompt.turns, start=1):
+        history.append({"role": "user", "content": user})
+        case_id = prompt.id if len(prompt.turns) == 1 else f"{prompt.id}#{turn}"
+        case = Case(case_id, prompt.category, turn, target.chat_ids(history, prompt.system))
+        yield case
+        text = target.tokenizer.decode(answer(case), skip_special_tokens=True).strip()
+        history.append({"role": "assistant", "content": text})
 
 
 def check_settings(max_new_tokens: int, prompts: int, sampling: Sampling) -> None:
@@ -85,18 +101,12 @@ class Comparison:
         self._warm_up()
         with tqdm(total=todo, desc="compare", unit="run", dynamic_ncols=True) as bar:
             for prompt in self.prompts:
-                history: list[dict] = []
-                for turn, user in enumerate(prompt.turns, start=1):
-                    history.append({"role": "user", "content": user})
-                    case_id = prompt.id if len(prompt.turns) == 1 else f"{prompt.id}#{turn}"
-                    case = Case(case_id, prompt.category, turn, self.target.chat_ids(history, prompt.system))
+                for case in conversation_cases(self.target, prompt, self._reference_answer):
                     for method in self.methods:
-                        bar.set_postfix_str(f"{case_id} {method.spec}"[:40])
+                        bar.set_postfix_str(f"{case.id} {method.spec}"[:40])
                         if (case.id, method.spec) not in self.rows:
                             self._measure(case, method)
                         bar.update()
-                    answer = self.rows[(case.id, self.methods[0].spec)]["tokens"]
-                    history.append({"role": "assistant", "content": self._answer_text(answer)})
 
     def _warm_up(self) -> None:
         """One short run per method first: the first forwards pay for allocation and JIT."""
@@ -104,8 +114,8 @@ class Comparison:
         for method in self.methods:
             method.run(self.target, ids, 4, self.sampling)
 
-    def _answer_text(self, tokens: list[int]) -> str:
-        return self.target.tokenizer.decode(tokens, skip_special_tokens=True).strip()
+    def _reference_answer(self, case: Case) -> list[int]:
+        return self.rows[(case.id, self.methods[0].spec)]["tokens"]
 
     def _measure(self, case: Case, method: Method) -> None:
         run = method.run(self.target, case.ids, self.max_new_tokens, self.sampling)
@@ -162,7 +172,7 @@ def summary_table(rows: list[dict], order: Sequence[str]) -> str:
         tokens = sum(r["new_tokens"] for r in mine)
         forwards = sum(r["forwards"] for r in mine)
         wall = sum(r["wall_s"] for r in mine)
-        ref_wall = sum(r["wall_s"] / r["speedup"] for r in mine)  # the reference's time on the same cases
+        ref_wall = sum(r["wall_s"] * r["speedup"] for r in mine)  # the reference's time on the same cases
         checks = [r["identical"] for r in mine if r["identical"] is not None]
         identical = "n/a" if not checks else ("yes" if all(checks) else f"NO ({checks.count(False)})")
         drafter_us = sum(r["drafter_us_per_step"] * r["forwards"] for r in mine) / max(forwards, 1)

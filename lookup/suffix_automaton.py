@@ -262,6 +262,10 @@ class SuffixAutomatonDrafter(Drafter):
     def extend(self, tokens: Sequence[int]) -> None:
         self.sam.extend(tokens)
 
+    def match_length(self) -> int:
+        """Length of the longest suffix of the context that also occurs earlier (for ``adaptive``)."""
+        return int(self.sam.match()[1])
+
     def draft_length(self, match_len: int) -> int:
         """Tokens to draft after a match of ``match_len`` tokens (before budget and context end)."""
         if self.length_rule is None:

@@ -199,6 +199,10 @@ class VotingDrafter(Drafter):
     def extend(self, tokens: Sequence[int]) -> None:
         self.sam.extend(tokens)
 
+    def match_length(self) -> int:
+        """Length of the longest suffix of the context that also occurs earlier (for ``adaptive``)."""
+        return int(self.sam.match()[1])
+
     def voters(self) -> np.ndarray:
         """End positions of the occurrences that vote now, newest first.  # [k] int64"""
         _, n = vote_state(self.sam.states, self.sam.meta, self.min_match, self.min_votes, self._ends)

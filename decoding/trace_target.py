@@ -1,0 +1,67 @@
+"""A recorded greedy run as a target: replay any drafter through the same loop, without a model.
+
+The target's greedy answer at every position is the recorded output, so a drafter's
+acceptance on a trace is exactly its greedy acceptance live. Forward times come from a cost
+profile, so the loop's statistics give the estimated speedup directly.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from decoding.target import Scores, Target
+from lookup.cost import CPU_SMOLLM2, CostProfile
+from lookup.errors import PLDError
+
+
+class TraceTarget(Target):
+    """Answers from ``output`` (the greedy continuation of ``prompt``); greedy decoding only."""
+
+    greedy_only = True
+
+    def __init__(
+        self,
+        prompt: Sequence[int],
+        output: Sequence[int],
+        vocab_size: int,
+        eos_token_ids: Sequence[int] = (),
+        profile: CostProfile = CPU_SMOLLM2,
+    ) -> None:
+        self.prompt = np.asarray(prompt, dtype=np.int64)
+        # one spare slot: after the last recorded token the answer is irrelevant (the loop stops)
+        self.output = np.append(np.asarray(output, dtype=np.int64), -1)  # [T + 1]
+        self.vocab_size = vocab_size
+        self.eos_token_ids = frozenset(int(t) for t in eos_token_ids)
+        self.device = torch.device("cpu")
+        self.profile = profile
+        self.max_length = None
+        self._pos = 0  # output tokens committed so far
+        self._cost = [profile.cost(n) for n in range(1, 258)]  # cost by forward size, looked up per step
+
+    @property
+    def length(self) -> int:
+        """Tokens in the recorded output."""
+        return len(self.output) - 1
+
+    def start(self, prompt_ids: Sequence[int]) -> None:
+        if len(prompt_ids) != len(self.prompt) or not np.array_equal(prompt_ids, self.prompt):
+            raise PLDError("this trace was recorded for another prompt")
+        self._pos = 0
+
+    def score(self, tokens: np.ndarray) -> Scores:
+        n = len(tokens)
+        if self._pos + n > len(self.output):
+            raise PLDError(
+                f"the trace has {self.length} tokens; replay asked for more (use max_new_tokens <= {self.length})"
+            )
+        # Greedy acceptance stops at the first mismatch, so what the model would say after a
+        # wrong draft token never matters: the recorded token stands in for every position.
+        argmax = self.output[self._pos : self._pos + n]
+        seconds = self._cost[n - 1] if n <= len(self._cost) else self.profile.cost(n)
+        return Scores(argmax=argmax, seconds=seconds)
+
+    def keep(self, n: int) -> None:
+        self._pos += n
