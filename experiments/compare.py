@@ -3,6 +3,7 @@
     python experiments/compare.py                       # quick subset of every task, default methods
     python experiments/compare.py --drafters none,unfold --prompts 3 --max-new-tokens 256
     python experiments/compare.py --temperature 0.7 --top-p 0.9 --seed 1
+    python experiments/compare.py --replay --full      # every recorded trace, no model: seconds
 
 Every (prompt, method) result is appended to a JSONL file as soon as it is measured; a rerun
 of the same configuration skips what is already there.
@@ -39,6 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--results", default="results", help="folder for results JSONL (default: results/)")
     p.add_argument("--fresh", action="store_true", help="ignore earlier rows of this configuration")
+    p.add_argument("--replay", action="store_true",
+                   help="replay drafters against recorded greedy traces (experiments/traces.py record) instead of "
+                        "running the model: tau and estimated speedup in seconds")
+    p.add_argument("--traces", default=None, help="trace folder for --replay (default: the embedded model's)")
+    p.add_argument("--wandb", default=None, choices=["online", "offline", "off"],
+                   help="W&B logging (default: online when logged in, else offline; never blocks)")
     return p
 
 
@@ -55,10 +62,24 @@ def main(argv: list[str] | None = None) -> int:
     quiet_libraries()
     from experiments.runner import Comparison
 
+    from experiments.plots import write_plots
+    from experiments.wandb_log import log_comparison, resolve_mode
+
+    mode = resolve_mode(args.wandb)  # before any work: a bad value is a one-line error
     methods = parse_list(args.drafters) if args.drafters else default_methods()
-    comparison = Comparison.from_args(args, methods)
+    if args.replay:
+        from experiments.replay import ReplayComparison
+
+        comparison = ReplayComparison.from_args(args, methods)
+    else:
+        comparison = Comparison.from_args(args, methods)
     comparison.run()
     print(comparison.report())
+    rows = list(comparison.rows.values())
+    plots = write_plots(rows, Path(args.results) / f"plots-{comparison.experiment}")
+    if plots:
+        print(f"plots: {', '.join(str(p) for p in plots)}")
+    log_comparison(rows, mode=mode, group=comparison.experiment, plots=plots, out_dir=Path(args.results))
     return 0
 
 

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from pathlib import Path
 from typing import Sequence
 
 from tqdm import tqdm
 
 from decoding.cost import estimated_speedup
 from experiments.methods import DrafterMethod, parse_method
-from experiments.runner import group_of
-from experiments.table import render
 from experiments.traces import TraceSet, replay_case
 from lookup.cost import CostProfile
 from lookup.errors import PLDError
@@ -55,35 +53,53 @@ def replay_rows(sets: Sequence[TraceSet], specs: Sequence[str] | None = None, pr
     return rows
 
 
-def replay_table(rows: list[dict], order: Sequence[str]) -> str:
-    headers = ["method", "n", "new tok", "tau", "est speedup", "drafter µs/step", "replay tok/s"]
-    table = []
-    for spec in order:
-        mine = [r for r in rows if r["method"] == spec]
-        if not mine:
-            continue
-        tokens = sum(r["new_tokens"] for r in mine)
-        forwards = sum(r["forwards"] for r in mine)
-        # aggregate estimate = total plain time / total speculative time over the group
-        plain = sum(r["new_tokens"] for r in mine)
-        spec_time = sum(r["new_tokens"] / r["est_speedup"] for r in mine if r["est_speedup"])
-        drafter = sum(r["drafter_us_per_step"] * r["forwards"] for r in mine) / max(forwards, 1)
-        table.append([spec, len(mine), tokens, tokens / max(forwards, 1), plain / spec_time if spec_time else 0.0,
-                      drafter, tokens / max(sum(r["replay_s"] for r in mine), 1e-9)])
-    return render(headers, table)
+class ReplayComparison:
+    """compare.py --replay: drafters against recorded traces, rows to JSONL, tables per category."""
 
+    def __init__(self, sets: Sequence[TraceSet], specs: Sequence[str], results_dir: str | Path = "results") -> None:
+        from experiments.results import ResultStore, config_hash
 
-def replay_report(sets: Sequence[TraceSet], specs: Sequence[str] | None = None) -> str:
-    t0 = time.perf_counter()
-    rows = replay_rows(sets, specs)
-    order = list(dict.fromkeys(r["method"] for r in rows))
-    groups: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        groups[group_of(r)].append(r)
-    profile = sets[0].profile.model if sets else "?"
-    parts = [f"replay of {sum(len(s.cases) for s in sets)} traces, cost profile: {profile}"]
-    for g in sorted(groups):
-        parts.append(f"\n## {g}\n" + replay_table(groups[g], order))
-    parts.append("\n## all\n" + replay_table(rows, order))
-    parts.append(f"\n{len(rows)} replays in {time.perf_counter() - t0:.1f} s")
-    return "\n".join(parts)
+        self.sets, self.specs = list(sets), list(specs)
+        self.config = {"replay": True, "traces": [f"{s.path.name}:{len(s.cases)}" for s in self.sets],
+                       "profile": self.sets[0].profile.model if self.sets else None}
+        self.experiment = config_hash(self.config)
+        self.store = ResultStore(Path(results_dir) / f"replay-{self.experiment}.jsonl")
+        self.rows: dict[tuple[str, str], dict] = {}
+        self.seconds = 0.0
+
+    @classmethod
+    def from_args(cls, args, method_specs: Sequence[str]) -> "ReplayComparison":
+        from experiments.traces import load_trace_sets
+
+        sets = load_trace_sets(args.traces)
+        if args.tasks:
+            wanted = {t.strip() for t in args.tasks.split(",")}
+            sets = [s for s in sets if s.task in wanted]
+            if not sets:
+                raise PLDError(f"no traces for tasks {sorted(wanted)}")
+        if not args.full:  # the quick subset: the first --prompts cases of each task (turns kept together)
+            for s in sets:
+                keep = list(dict.fromkeys(c.case.split("#")[0] for c in s.cases))[: args.prompts]
+                s.cases = [c for c in s.cases if c.case.split("#")[0] in keep]
+        specs = [m for m in method_specs if not m.startswith("hf-")]  # references need the model
+        return cls(sets, specs, args.results)
+
+    def run(self) -> None:
+        from experiments.results import git_sha
+
+        t0 = time.perf_counter()
+        for row in replay_rows(self.sets, self.specs):
+            row.update(experiment=self.experiment, config=self.config, git_sha=git_sha())
+            self.rows[(row["case"], row["method"])] = row
+            self.store.append(row)
+        self.seconds = time.perf_counter() - t0
+
+    def report(self) -> str:
+        from experiments.report import category_tables
+
+        rows = list(self.rows.values())
+        tokens = sum(r["new_tokens"] for r in rows)
+        head = (f"replay of {sum(len(s.cases) for s in self.sets)} traces; estimated speedup from the cost profile "
+                f"of {self.config['profile']}; results: {self.store.path}")
+        tail = f"{len(rows)} replays, {tokens:,} tokens in {self.seconds:.1f} s"
+        return f"{head}\n\n{category_tables(rows, self.specs)}\n\n{tail}"

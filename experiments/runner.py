@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -11,11 +10,12 @@ from typing import Callable, Iterator, Sequence
 from tqdm import tqdm
 
 import decoding
+from decoding.cost import cost_profile, estimated_speedup
 from decoding.lossless import compare_outputs
 from experiments import tasks as task_suites
 from experiments.methods import Method, Run, Sampling, parse_method
 from experiments.results import ResultStore, config_hash, git_sha, versions
-from experiments.table import render
+from lookup.cost import CostProfile
 from lookup.errors import PLDError
 
 
@@ -62,8 +62,8 @@ class Comparison:
     """Methods x cases, measured back to back per case so that machine noise hits all alike."""
 
     def __init__(self, target, methods: Sequence[Method], prompts, max_new_tokens: int, sampling: Sampling,
-                 results_dir: str | Path = "results", fresh: bool = False) -> None:
-        self.target, self.prompts = target, prompts
+                 results_dir: str | Path = "results", fresh: bool = False, profile: CostProfile | None = None) -> None:
+        self.target, self.prompts, self.profile = target, prompts, profile
         self.max_new_tokens, self.sampling = max_new_tokens, sampling
         # The first method is the reference: its answers seed later turns, and speedups are over it.
         self.methods = list(methods)
@@ -90,7 +90,8 @@ class Comparison:
         names = task_suites.available_tasks() if args.tasks is None else [t.strip() for t in args.tasks.split(",")]
         prompts = [p for name in names for p in task_suites.load_task(name, None if args.full else args.prompts)]
         target = decoding.load_model(args.model, device=args.device)
-        return cls(target, methods, prompts, args.max_new_tokens, sampling, args.results, args.fresh)
+        profile = cost_profile(target, progress=True)  # measured once per model and device, then cached
+        return cls(target, methods, prompts, args.max_new_tokens, sampling, args.results, args.fresh, profile)
 
     # -- running -----------------------------------------------------------------------------
     def cases_total(self) -> int:
@@ -137,6 +138,7 @@ class Comparison:
             "accepted": run.accepted, "wall_s": run.wall_s, "tokens_per_s": run.new_tokens / run.wall_s,
             "forward_s": run.forward_s, "drafter_us_per_step": 1e6 * run.drafter_s / steps,
             "speedup": (ref["wall_s"] / run.wall_s) if ref is not None else 1.0,
+            "est_speedup": estimated_speedup(run.steps, self.profile) if run.steps and self.profile else None,
             "identical": identical, "mismatch": mismatch,
             "accepted_lengths": run.accepted_lengths, "drafted_lengths": run.drafted_lengths,
             "contexts": run.contexts, "tokens": run.tokens,
@@ -145,37 +147,14 @@ class Comparison:
 
     # -- reporting -----------------------------------------------------------------------------
     def report(self) -> str:
-        by_group: dict[str, list[dict]] = defaultdict(list)
-        for row in self.rows.values():
-            by_group[group_of(row)].append(row)
-        parts = [f"model {self.config['model']} on {self.config['device']}, max_new_tokens {self.max_new_tokens}, "
-                 f"{'greedy' if self.sampling.greedy else f'temperature {self.sampling.temperature}'}; "
-                 f"speedup over {self.methods[0].spec}; results: {self.store.path}"]
-        for group in sorted(by_group):
-            parts.append(f"\n## {group}\n" + summary_table(by_group[group], [m.spec for m in self.methods]))
-        parts.append("\n## all\n" + summary_table(list(self.rows.values()), [m.spec for m in self.methods]))
-        return "\n".join(parts)
+        from experiments.report import category_tables
+
+        head = (f"model {self.config['model']} on {self.config['device']}, max_new_tokens {self.max_new_tokens}, "
+                f"{'greedy' if self.sampling.greedy else f'temperature {self.sampling.temperature}'}; "
+                f"speedup over {self.methods[0].spec}; results: {self.store.path}")
+        return head + "\n\n" + category_tables(list(self.rows.values()), [m.spec for m in self.methods])
 
 
 def group_of(row: dict) -> str:
     """Category, with multi-turn prompts split per turn (lookup gains differ sharply between turns)."""
     return row["category"] if row["case"].count("#") == 0 else f"{row['category']} (turn {row['turn']})"
-
-
-def summary_table(rows: list[dict], order: Sequence[str]) -> str:
-    headers = ["method", "n", "new tok", "fwd", "tau", "tok/s", "speedup", "worst", "drafter µs/step", "identical"]
-    table = []
-    for spec in order:
-        mine = [r for r in rows if r["method"] == spec]
-        if not mine:
-            continue
-        tokens = sum(r["new_tokens"] for r in mine)
-        forwards = sum(r["forwards"] for r in mine)
-        wall = sum(r["wall_s"] for r in mine)
-        ref_wall = sum(r["wall_s"] * r["speedup"] for r in mine)  # the reference's time on the same cases
-        checks = [r["identical"] for r in mine if r["identical"] is not None]
-        identical = "n/a" if not checks else ("yes" if all(checks) else f"NO ({checks.count(False)})")
-        drafter_us = sum(r["drafter_us_per_step"] * r["forwards"] for r in mine) / max(forwards, 1)
-        table.append([spec, len(mine), tokens, forwards, tokens / max(forwards, 1), tokens / wall,
-                      ref_wall / wall, min(r["speedup"] for r in mine), drafter_us, identical])
-    return render(headers, table)

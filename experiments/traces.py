@@ -197,10 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         for s in load_trace_sets(args.traces):
             print(f"{s.path}  {len(s.cases)} cases, {s.tokens} tokens")
         return 0
-    from experiments.replay import replay_report
+    from experiments.replay import ReplayComparison, default_specs
 
-    specs = parse_list(args.drafters) if args.drafters else None
-    print(replay_report(load_trace_sets(args.traces), specs))
+    comparison = ReplayComparison(load_trace_sets(args.traces), parse_list(args.drafters or "") or default_specs())
+    comparison.run()
+    print(comparison.report())
     return 0
 
 
