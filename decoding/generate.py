@@ -75,6 +75,7 @@ class GenerationResult:
     tokens: list[int]  # generated ids (the prompt excluded; EOS included when it stopped there)
     stats: Stats
     stop_reason: str  # "eos", "length" or "stop_string"
+    seed: int | None = None  # the seed sampling used (drawn at random when none was given); None = greedy
 
 
 AcceptRule = Callable[[Draft, Scores], "tuple[int, int]"]
@@ -104,7 +105,8 @@ def generate(
     ``temperature=0`` is greedy: the output is token-identical to plain greedy decoding
     whatever the drafter proposes. ``temperature>0`` samples from the target's distribution
     after temperature, top-k and top-p (as transformers' warpers apply them), exactly, with
-    one generator seeded by ``seed``. ``draft_budget`` caps the nodes a drafter may propose per step; the loop never
+    one generator seeded by ``seed``; random numbers belong to output positions, so the same
+    seed gives the same tokens for every deterministic (lookup) drafter, ``none`` included. ``draft_budget`` caps the nodes a drafter may propose per step; the loop never
     lets a draft run past ``max_new_tokens``.
     """
     prompt = [int(t) for t in prompt_ids]
@@ -162,7 +164,7 @@ def generate(
             break
     stats.new_tokens = len(generated)
     stats.wall_s = time.perf_counter() - t_start
-    return GenerationResult(tokens=generated, stats=stats, stop_reason=stop_reason)
+    return GenerationResult(tokens=generated, stats=stats, stop_reason=stop_reason, seed=getattr(accept, "seed", None))
 
 
 def _sampling_rule(target: Target, temperature: float, top_k: int, top_p: float, seed: int | None) -> AcceptRule:
