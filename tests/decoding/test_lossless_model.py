@@ -50,3 +50,26 @@ def test_lookup_actually_speculates(embedded, cases):
         for ids, _ in cases
     )
     assert accepted > 20
+
+
+def replay_published(prompt: list[int], output: list[int]) -> float:
+    """tau of the published lookup function replayed over a finished greedy output (plain Python)."""
+    from toys import published
+
+    seq, pos, forwards = list(prompt), 0, 0
+    while pos < len(output):
+        budget = len(output) - pos - 1
+        draft = published(seq)[:budget]
+        accepted = next((i for i, t in enumerate(draft) if t != output[pos + i]), len(draft))
+        step = output[pos : pos + accepted + 1]
+        seq += step
+        pos += len(step)
+        forwards += 1
+    return len(output) / forwards
+
+
+def test_unfold_tau_equals_a_replay_of_the_published_function(embedded, cases):
+    for ids, reference in cases:
+        live = decoding.generate(embedded, ids, lookup.create("unfold"), max_new_tokens=MAX_NEW)
+        assert live.tokens == reference
+        assert live.stats.tau == replay_published(ids, reference)

@@ -7,26 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lookup
+from toys import published
 from lookup.unfold import find_candidate_pred_tokens
-
-
-def published(seq: list[int], max_ngram_size: int = 3, num_pred_tokens: int = 10) -> list[int]:
-    """A plain-Python transcription of the write-up's find_candidate_pred_tokens (`&&` read as `and`).
-
-    n-gram sizes longer than the sequence are skipped (the original would raise in unfold).
-    """
-    input_length = len(seq)
-    for ngram_size in range(max_ngram_size, 0, -1):
-        if ngram_size > input_length:
-            continue
-        ngram = seq[-ngram_size:]
-        for idx in range(input_length - ngram_size + 1):
-            if seq[idx : idx + ngram_size] == ngram:
-                start_idx = idx + ngram_size
-                end_idx = start_idx + num_pred_tokens
-                if end_idx <= input_length and start_idx < input_length - ngram_size:
-                    return seq[start_idx:end_idx]
-    return []
 
 
 sequences = st.lists(st.integers(0, 5), min_size=0, max_size=80)
