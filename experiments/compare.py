@@ -29,6 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"comma-separated methods: drafter names (with :key=value params) or hf-greedy, hf-lookup "
                         f"(default: {DEFAULT_METHODS} plus every other registered drafter)")
     p.add_argument("--tasks", default=None, help="comma-separated task suites (default: all embedded)")
+    p.add_argument("--questions", default=None, metavar="FILE",
+                   help="your own prompts: a JSONL file in the MT-bench / Spec-Bench question format "
+                        "(question_id, category, turns); replaces --tasks")
+    p.add_argument("--dataset", default=None, metavar="FILE",
+                   help="your own data: a local .jsonl/.json/.parquet file, one prompt per record via --template")
+    p.add_argument("--template", default=None, help='prompt template for --dataset, e.g. "Summarize:\\n{article}"')
+    p.add_argument("--category", default=None, help="category name for --questions/--dataset prompts")
     p.add_argument("--prompts", type=int, default=1, help="prompts per task (default 1; --full for all)")
     p.add_argument("--full", action="store_true", help="run every prompt of every task")
     p.add_argument("--max-new-tokens", type=int, default=128)

@@ -58,6 +58,24 @@ def check_settings(max_new_tokens: int, prompts: int, sampling: Sampling) -> Non
         raise PLDError(f"--top-k must be >= 0, got {sampling.top_k}")
 
 
+def select_prompts(args) -> list:
+    """The prompts a comparison runs: the user's file when given, else the embedded task suites."""
+    limit = None if args.full else args.prompts
+    if getattr(args, "questions", None):
+        prompts = task_suites.load_jsonl_questions(args.questions, category=args.category)
+        by_category: dict[str, list] = {}
+        for p in prompts:  # --prompts N applies per category, as for the embedded suites
+            by_category.setdefault(p.category, []).append(p)
+        return [p for group in by_category.values() for p in group[:limit]]
+    if getattr(args, "dataset", None):
+        if not args.template:
+            raise PLDError("--dataset needs --template, e.g. --template 'Summarize:\\n{article}'")
+        return task_suites.load_dataset_file(args.dataset, args.template, category=args.category or "custom",
+                                             limit=limit)
+    names = task_suites.available_tasks() if args.tasks is None else [t.strip() for t in args.tasks.split(",")]
+    return [p for name in names for p in task_suites.load_task(name, limit)]
+
+
 class Comparison:
     """Methods x cases, measured back to back per case so that machine noise hits all alike."""
 
@@ -87,8 +105,7 @@ class Comparison:
         methods = [parse_method(s) for s in method_specs]
         # hf-greedy is the natural reference; put it first when it is there
         methods.sort(key=lambda m: m.spec != "hf-greedy")
-        names = task_suites.available_tasks() if args.tasks is None else [t.strip() for t in args.tasks.split(",")]
-        prompts = [p for name in names for p in task_suites.load_task(name, None if args.full else args.prompts)]
+        prompts = select_prompts(args)
         target = decoding.load_model(args.model, device=args.device)
         profile = cost_profile(target, progress=True)  # measured once per model and device, then cached
         return cls(target, methods, prompts, args.max_new_tokens, sampling, args.results, args.fresh, profile)
