@@ -221,8 +221,24 @@ class LinearLength:
         return int(self.beta + self.alpha * match_len)
 
 
+class AutomatonDrafter(Drafter):
+    """Base of drafters whose index is a :class:`SuffixAutomaton` in ``self.sam``."""
+
+    sam: SuffixAutomaton
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        self.sam.reset(prompt)
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        self.sam.extend(tokens)
+
+    def match_length(self) -> int:
+        """Length of the longest suffix of the context that also occurs earlier (for ``adaptive``)."""
+        return int(self.sam.match()[1])
+
+
 @register("suffix-automaton")
-class SuffixAutomatonDrafter(Drafter):
+class SuffixAutomatonDrafter(AutomatonDrafter):
     """Copy the continuation of the longest earlier match of the context's suffix.
 
     Args:
@@ -255,16 +271,6 @@ class SuffixAutomatonDrafter(Drafter):
         self.occurrence = Occurrence(occurrence)
         self.length_rule = LinearLength(*length_rule) if isinstance(length_rule, tuple) else length_rule
         self.sam = SuffixAutomaton(occurrences=1, max_depth=max_depth)
-
-    def reset(self, prompt: Sequence[int]) -> None:
-        self.sam.reset(prompt)
-
-    def extend(self, tokens: Sequence[int]) -> None:
-        self.sam.extend(tokens)
-
-    def match_length(self) -> int:
-        """Length of the longest suffix of the context that also occurs earlier (for ``adaptive``)."""
-        return int(self.sam.match()[1])
 
     def draft_length(self, match_len: int) -> int:
         """Tokens to draft after a match of ``match_len`` tokens (before budget and context end)."""

@@ -13,15 +13,13 @@ falls back to shorter matches (suffix-link ancestors, whose occurrences are a su
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 from numba import njit
 
 from lookup import automaton_kernels as K
-from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.base import EMPTY_DRAFT, Draft
 from lookup.registry import register
-from lookup.suffix_automaton import SuffixAutomaton
+from lookup.suffix_automaton import AutomatonDrafter, SuffixAutomaton
 
 
 @njit(cache=True)
@@ -148,7 +146,7 @@ def vote_tree(
 
 
 @register("voting")
-class VotingDrafter(Drafter):
+class VotingDrafter(AutomatonDrafter):
     """Every remembered earlier occurrence of the current match votes on the next tokens.
 
     Args:
@@ -192,16 +190,6 @@ class VotingDrafter(Drafter):
         self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
         self._ends = np.zeros(occurrences, dtype=np.int64)  # [K] scratch for vote_state
         _warm_up()
-
-    def reset(self, prompt: Sequence[int]) -> None:
-        self.sam.reset(prompt)
-
-    def extend(self, tokens: Sequence[int]) -> None:
-        self.sam.extend(tokens)
-
-    def match_length(self) -> int:
-        """Length of the longest suffix of the context that also occurs earlier (for ``adaptive``)."""
-        return int(self.sam.match()[1])
 
     def voters(self) -> np.ndarray:
         """End positions of the occurrences that vote now, newest first.  # [k] int64"""
