@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import statistics
 
 import numpy as np
 
@@ -24,8 +23,10 @@ def measure_cost_profile(
 ) -> CostProfile:
     """Time one forward over ``n`` tokens after a ``context``-token cache, for each ``n`` in ``sizes``.
 
-    Each size takes the median of ``repeats`` timed forwards after one warm-up; sizes are
-    interleaved across repeats so that a burst of machine noise does not hit one size only.
+    Each size takes the fastest of ``repeats`` timed forwards after one warm-up: other work on
+    a shared machine only ever adds time, so the minimum is the steadiest estimate of the
+    forward's own cost. Sizes are interleaved across repeats so that a burst of noise does not
+    hit one size only.
     """
     rng = np.random.default_rng(0)
     prompt = rng.integers(10, target.vocab_size, context + 1).tolist()
@@ -42,7 +43,7 @@ def measure_cost_profile(
             target.keep(0)
             if r:  # round 0 warms up
                 times[n].append(scores.seconds)
-    seconds = tuple(statistics.median(times[n]) for n in sizes)
+    seconds = tuple(min(times[n]) for n in sizes)
     # A forward over more tokens never costs less in expectation; smooth the noise away.
     seconds = tuple(np.maximum.accumulate(seconds).tolist())
     return CostProfile(tuple(sizes), seconds, model=target.name, device=str(target.device))

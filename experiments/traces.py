@@ -181,6 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--device", default=None)
     rec.add_argument("--out", default=None, help="trace folder (default: the cache)")
     sub.add_parser("list", help="show recorded traces").add_argument("--traces", default=None)
+    prof = sub.add_parser("profile", help="measure (or show) the model's cost profile and store it with its traces")
+    prof.add_argument("--remeasure", action="store_true", help="measure again even when a profile is cached")
+    prof.add_argument("--model", default=None)
+    prof.add_argument("--device", default=None)
     rep = sub.add_parser("replay", help="replay drafters against traces")
     rep.add_argument("--drafters", default=None, help="comma-separated drafter specs (default: all)")
     rep.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
@@ -193,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     quiet_libraries()
     if args.command == "record":
         return _record(args)
+    if args.command == "profile":
+        return _profile(args)
     if args.command == "list":
         for s in load_trace_sets(args.traces):
             print(f"{s.path}  {len(s.cases)} cases, {s.tokens} tokens")
@@ -202,6 +208,20 @@ def main(argv: list[str] | None = None) -> int:
     comparison = ReplayComparison(load_trace_sets(args.traces), parse_list(args.drafters or "") or default_specs())
     comparison.run()
     print(comparison.report())
+    return 0
+
+
+def _profile(args) -> int:
+    import decoding
+    from decoding.cost import cost_profile
+
+    target = decoding.load_model(args.model, device=args.device)
+    profile = cost_profile(target, remeasure=args.remeasure, progress=True)
+    folder = traces_root() / model_key(target.name)
+    profile.save(folder / "profile.json")
+    for n, s in zip(profile.sizes, profile.seconds):
+        print(f"{n:>4} tokens: {1e3 * s:7.1f} ms  ({s / profile.seconds[0]:.2f}x one token)")
+    print(f"saved with the traces in {folder}")
     return 0
 
 
