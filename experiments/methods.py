@@ -16,6 +16,7 @@ import torch
 import decoding
 import lookup
 from decoding.reference import hf_generate
+from experiments.cli import split_top_level
 from lookup.errors import PLDError
 
 
@@ -143,8 +144,12 @@ def parse_value(text: str):
 
 
 def parse_method(spec: str) -> Method:
-    """``"name:key=value:key=value"`` -> a Method. Unknown names list the close ones."""
-    name, *pairs = spec.split(":")
+    """``"name:key=value:key=value"`` -> a Method. Unknown names list the close ones.
+
+    Values are Python literals and may hold colons inside brackets or quotes:
+    ``adaptive:base='voting':base_params={'tree':True}``.
+    """
+    name, *pairs = split_top_level(spec, ":")
     if name in REFERENCES:
         if pairs:
             raise PLDError(f"{name} takes no parameters")

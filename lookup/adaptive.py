@@ -30,6 +30,9 @@ BUCKET_EDGES = np.array([2, 3, 4, 6, 10])
 #: prior P(first node accepted) per bucket; later nodes (given the earlier ones) are likelier
 PRIOR_FIRST = np.array([0.2, 0.35, 0.5, 0.6, 0.7, 0.8])
 PRIOR_LATER_BONUS = 0.2
+DEFAULT_BASE = "suffix-automaton"
+#: the policy picks the length, so the default base drafts as far as its match goes
+DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None}
 
 
 @register("adaptive")
@@ -38,7 +41,7 @@ class AdaptiveDrafter(Drafter):
 
     def __init__(
         self,
-        base: str | Drafter = "suffix-automaton",
+        base: str | Drafter = DEFAULT_BASE,
         profile: CostProfile | str | None = None,
         max_tokens: int = 32,
         prior_strength: float = 2.0,
@@ -46,7 +49,9 @@ class AdaptiveDrafter(Drafter):
         base_params: dict | None = None,
     ) -> None:
         super().__init__()
-        self.base = create(base, **(base_params or {})) if isinstance(base, str) else base
+        if base_params is None:
+            base_params = DEFAULT_BASE_PARAMS if base == DEFAULT_BASE else {}
+        self.base = create(base, **base_params) if isinstance(base, str) else base
         self.profile = CostProfile.load(profile) if isinstance(profile, str) else (profile or CPU_SMOLLM2)
         self.max_tokens, self.prior_strength, self.decay = max_tokens, prior_strength, decay
         later = np.minimum(PRIOR_FIRST + PRIOR_LATER_BONUS, 0.9)

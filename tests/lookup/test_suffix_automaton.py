@@ -179,7 +179,7 @@ def test_drafter_copies_the_continuation_of_the_chosen_occurrence(data, budget, 
 def test_linear_length_rule():
     d = SuffixAutomatonDrafter(min_match=1, max_tokens=6, length_rule=(2.0, 1.0))
     assert [d.draft_length(m) for m in (0, 1, 2, 3, 10)] == [1, 3, 5, 6, 6]
-    d = SuffixAutomatonDrafter(length_rule=lambda m: m - 1)
+    d = SuffixAutomatonDrafter(max_tokens=10, length_rule=lambda m: m - 1)
     assert [d.draft_length(m) for m in (0, 1, 5, 50)] == [0, 0, 4, 10]
 
 
