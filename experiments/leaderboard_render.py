@@ -1,0 +1,347 @@
+"""Views of the board: terminal text, LEADERBOARD.md, leaderboard.json, a static index.html, W&B.
+
+Every view is computed from the entries of one benchmark (``Board.entries(hash)``); none holds
+data of its own, so rebuilding them is always safe.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+from typing import Sequence
+
+from experiments.leaderboard import ORACLE, _now, atomic_write, ranked
+from experiments.table import render
+
+DOCS_LINK = "../docs/competition.md"
+#: entries drawn in the plot, besides the oracle
+PLOT_TOP = 9
+
+
+def _x(value) -> str:
+    return f"{value:.3f}x" if isinstance(value, (int, float)) else "-"
+
+
+def _f(value, digits: int = 2) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, (int, float)) else "-"
+
+
+def _gain(entry: dict, oracle: dict | None) -> float | None:
+    """The share of the oracle's gain over plain decoding that ``entry`` reaches (CPU scores)."""
+    if not oracle or not oracle.get("score") or oracle["score"] <= 1 or not entry.get("score"):
+        return None
+    return (entry["score"] - 1) / (oracle["score"] - 1)
+
+
+def _notes(entry: dict) -> str:
+    bits = []
+    if entry.get("refused_count"):
+        bits.append(f"{entry['refused_count']} operations refused")
+    verify = entry.get("verify") or {}
+    if "speedup" in verify:
+        bits.append(f"live {verify['speedup']:.2f}x, {'identical' if verify['identical'] else 'NOT identical'}")
+    return "; ".join(bits)
+
+
+def groups_of(entries: Sequence[dict]) -> list[str]:
+    return sorted({g for e in entries for g in (e.get("groups") or {})})
+
+
+def main_rows(entries: Sequence[dict]) -> tuple[list[str], list[list], list[dict]]:
+    """(headers, rows of display strings, the entries in row order): the oracle, then the ranking."""
+    oracle, ok, _ = ranked(entries)
+    headers = ["#", "entry", "kind", "est. speedup CPU", "est. speedup GPU", "tau", "of oracle gain",
+               "drafter µs/step", "notes"]
+    rows, order = [], []
+    if oracle:
+        aware = oracle.get("score_cost_aware")
+        note = "knows the answer, drafts exactly the accepted run" + (
+            f"; cost-aware: {_x(aware)} CPU" if aware else "")
+        rows.append(["-", ORACLE, "ceiling", _x(oracle.get("score")), _x(oracle.get("score_gpu")),
+                     _f(oracle.get("tau")), "100%", "-", note])
+        order.append(oracle)
+    for rank, e in enumerate(ok, 1):
+        gain = _gain(e, oracle)
+        rows.append([str(rank), e["name"], e.get("kind", "?"), _x(e.get("score")), _x(e.get("score_gpu")),
+                     _f(e.get("tau")), "-" if gain is None else f"{100 * gain:.0f}%".replace("-0%", "0%"),
+                     _f(e.get("drafter_us_per_step"), 0), _notes(e)])
+        order.append(e)
+    return headers, rows, order
+
+
+def group_rows(entries: Sequence[dict]) -> tuple[list[str], list[list]]:
+    """Per task group: estimated speedup (CPU) and tau, for the oracle and every ranked entry."""
+    oracle, ok, _ = ranked(entries)
+    groups = groups_of(entries)
+    rows = []
+    for e in ([oracle] if oracle else []) + ok:
+        cells = []
+        for g in groups:
+            s = (e.get("groups") or {}).get(g)
+            cells.append(f"{_x(s.get('est_speedup'))} τ{_f(s.get('tau'))}" if s else "-")
+        rows.append([e["name"], *cells])
+    return ["entry", *groups], rows
+
+
+def _benchmark_lines(info: dict) -> list[str]:
+    cpu = info.get("cpu_profile") or {}
+    gpu = info.get("gpu_profile") or {}
+    tasks = ", ".join(f"{t} ({n})" for t, n in (info.get("tasks") or {}).items())
+    rel = cpu.get("relative") or {}
+    rel_text = ", ".join(f"{n}: {r:.2f}x" for n, r in rel.items())
+    return [
+        f"benchmark {info.get('hash', '?')}: {info.get('cases', '?')} cases, {info.get('tokens', 0):,} tokens"
+        f" ({', '.join(info.get('model') or []) or '?'}); traces {info.get('folder', '?')}",
+        f"tasks: {tasks}" if tasks else "",
+        f"CPU profile: {cpu.get('model', '?')} on {cpu.get('device', '?')}, one-token forward "
+        f"{_f(cpu.get('forward_ms_1'), 1)} ms; relative cost by tokens verified {rel_text}" if cpu else "",
+        f"GPU profile: {gpu.get('model', '?')}, {_f(gpu.get('forward_ms_1'), 0)} ms per forward" if gpu else "",
+    ]
+
+
+def text_board(entries: Sequence[dict], info: dict) -> str:
+    """What ``show`` prints."""
+    _, _, dq = ranked(entries)
+    headers, rows, _ = main_rows(entries)
+    gh, grows = group_rows(entries)
+    parts = [line for line in _benchmark_lines(info) if line]
+    parts += ["", render(headers, rows), "", "estimated speedup (CPU profile) and tau per task group:", render(gh, grows)]
+    if dq:
+        parts += ["", "disqualified:"] + [f"  {e['name']}: {e.get('reason')}" for e in dq]
+    return "\n".join(parts)
+
+
+def markdown(entries: Sequence[dict], info: dict) -> str:
+    """LEADERBOARD.md."""
+    _, ok, dq = ranked(entries)
+    headers, rows, _ = main_rows(entries)
+    gh, grows = group_rows(entries)
+    lines = [
+        "# pld-lab leaderboard: the best lookup function",
+        "",
+        "Generated by `python experiments/leaderboard.py build` on " + _now() + ". Rules, scoring and how to"
+        f" submit: [docs/competition.md]({DOCS_LINK}).",
+        "",
+        *[f"- {line}" for line in _benchmark_lines(info) if line],
+        "",
+        "Ranked by the geometric mean over task groups of the **estimated speedup** over plain greedy decoding"
+        " under the CPU profile (forward cost by tokens verified, plus the drafter's own time measured in its"
+        " sandbox). *of oracle gain* = (score - 1) / (oracle - 1).",
+        "",
+        render(headers, rows, markdown=True),
+        "",
+        "## Per task group",
+        "",
+        "Estimated speedup (CPU profile) and tau (tokens per target forward).",
+        "",
+        render(gh, grows, markdown=True),
+    ]
+    if dq:
+        lines += ["", "## Disqualified", "", render(["entry", "kind", "reason"],
+                                                    [[e["name"], e.get("kind", "?"), _md(e.get("reason"))] for e in dq],
+                                                    markdown=True)]
+    refused = [e for e in ok + dq if e.get("refused_count")]
+    if refused:
+        lines += ["", "## Refused operations", "",
+                  "What the sandbox refused (a PermissionError inside the submission; the entry is scored on what it"
+                  " drafted):", ""]
+        for e in refused:
+            shown = "; ".join(f"`{r}`" for r in (e.get("refused") or [])[:8])
+            lines.append(f"- **{e['name']}** ({e['refused_count']}): {shown}")
+    verified = [e for e in ok if e.get("verify")]
+    if verified:
+        lines += ["", "## Verified live", "", render(
+            ["entry", "model", "prompts", "new tokens", "measured speedup", "identical to greedy"],
+            [[e["name"], e["verify"].get("model", "?"), e["verify"].get("prompts", "?"), e["verify"].get("max_new_tokens", "?"),
+              _x(e["verify"].get("speedup")), {True: "yes", False: "NO"}.get(e["verify"].get("identical"), "-")]
+             for e in verified], markdown=True)]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text) -> str:
+    return str(text or "").replace("|", "\\|").replace("\n", " ")
+
+
+def board_json(entries: Sequence[dict], info: dict) -> dict:
+    """leaderboard.json: the same numbers as the tables, machine-readable."""
+    oracle, ok, dq = ranked(entries)
+    keep = ("name", "kind", "score", "score_gpu", "tau", "drafter_us_per_step", "rt_us_per_step", "groups",
+            "source", "params", "refused_count", "refused", "isolation", "eval_s", "verify", "time", "git_sha")
+    slim = lambda e: {k: e[k] for k in keep if k in e}  # noqa: E731
+    return {
+        "benchmark": info, "generated": _now(),
+        "oracle": slim(oracle) if oracle else None,
+        "ranking": [{"rank": i, **slim(e), "of_oracle_gain": _gain(e, oracle)} for i, e in enumerate(ok, 1)],
+        "disqualified": [{"name": e["name"], "kind": e.get("kind"), "reason": e.get("reason"),
+                          "refused": e.get("refused", []), "source": e.get("source")} for e in dq],
+    }
+
+
+# -- the plot -----------------------------------------------------------------------------------------------
+def plot_png(entries: Sequence[dict]) -> bytes | None:
+    """Grouped bars: estimated speedup per task group (and the geo-mean), CPU and GPU profiles."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    import numpy as np
+
+    oracle, ok, _ = ranked(entries)
+    shown = ([oracle] if oracle else []) + ok[:PLOT_TOP]
+    groups = groups_of(shown)
+    if not shown or not groups:
+        return None
+    labels = groups + ["geo-mean"]
+    cmap = plt.get_cmap("tab10")
+    fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 1.6 * len(labels) + 3), 8.5), sharex=True)
+    width = 0.8 / len(shown)
+    x = np.arange(len(labels))
+    for ax, key, score, title in ((axes[0], "est_speedup", "score", "CPU profile (traces' own)"),
+                                  (axes[1], "est_speedup_gpu", "score_gpu", "large-GPU profile (flat up to 64 tokens)")):
+        for i, e in enumerate(shown):
+            ys = [((e.get("groups") or {}).get(g) or {}).get(key) or 0.0 for g in groups] + [e.get(score) or 0.0]
+            style = {"color": "lightgrey", "edgecolor": "black", "hatch": "//"} if e is oracle else {"color": cmap(i % 10)}
+            ax.bar(x + (i - (len(shown) - 1) / 2) * width, ys, width, label=e["name"], **style)
+        ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+        heights = [p.get_height() for p in ax.patches if p.get_height() > 0]
+        if heights and max(heights) / min(heights) > 8:  # ratios: 0.5x and 2x sit symmetric on a log axis
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.axvline(len(groups) - 0.5, color="grey", linewidth=0.8)
+        ax.set_ylabel("estimated speedup")
+        ax.set_title(f"Estimated speedup by task group -- {title}")
+        ax.grid(axis="y", alpha=0.3)
+    axes[1].set_xticks(x, labels, rotation=20, ha="right")
+    axes[0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=100)
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+# -- index.html -----------------------------------------------------------------------------------------------
+SORT_JS = """
+document.querySelectorAll("table.sortable th").forEach((th, i) => th.addEventListener("click", () => {
+  const body = th.closest("table").tBodies[0], dir = th.dataset.dir = th.dataset.dir === "desc" ? "asc" : "desc";
+  const key = r => { const c = r.cells[i], v = c.dataset.v ?? c.textContent; const n = parseFloat(v); return isNaN(n) ? v : n; };
+  [...body.rows].sort((a, b) => { const x = key(a), y = key(b); return (x > y ? 1 : x < y ? -1 : 0) * (dir === "asc" ? 1 : -1); })
+    .forEach(r => body.appendChild(r));
+}));
+"""
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 14px; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+th { background: #f3f3f3; cursor: pointer; user-select: none; }
+td:nth-child(2), td:nth-child(3), td:last-child { text-align: left; }
+tr.oracle td { background: #f7f7f0; font-style: italic; }
+tr.baseline td:nth-child(3) { color: #777; }
+code { font-size: 12px; }
+"""
+
+
+def page(entries: Sequence[dict], info: dict, png: bytes | None) -> str:
+    """index.html: one static file, no external resources."""
+    oracle, _, dq = ranked(entries)
+    headers, rows, order = main_rows(entries)
+    sort_values = lambda e: ["", e["name"], e.get("kind", ""), e.get("score"), e.get("score_gpu"), e.get("tau"),  # noqa: E731
+                             _gain(e, oracle) if e is not oracle else 1.0, e.get("drafter_us_per_step"), ""]
+
+    def cell(text, value) -> str:
+        attr = f' data-v="{value:.6g}"' if isinstance(value, (int, float)) else ""
+        return f"<td{attr}>{html.escape(str(text))}</td>"
+
+    body = []
+    for e, row in zip(order, rows):
+        cls = "oracle" if e is oracle else e.get("kind", "")
+        values = sort_values(e)
+        values[0] = -1 if e is oracle else int(row[0])
+        body.append(f'<tr class="{cls}">' + "".join(cell(t, v) for t, v in zip(row, values)) + "</tr>")
+    gh, grows = group_rows(entries)
+    group_body = ["<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in grows]
+    info_lines = "".join(f"<li>{html.escape(line)}</li>" for line in _benchmark_lines(info) if line)
+    dq_html = "".join(f"<li><b>{html.escape(e['name'])}</b>: {html.escape(str(e.get('reason')))}</li>" for e in dq)
+    img = (f'<img alt="estimated speedup by task group" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+           if png else "")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>pld-lab leaderboard</title><style>{CSS}</style></head>
+<body>
+<h1>pld-lab leaderboard: the best lookup function</h1>
+<p>Generated {html.escape(_now())}. Click a column to sort. Rules and scoring: <code>docs/competition.md</code>.</p>
+<ul>{info_lines}</ul>
+<table class="sortable"><thead><tr>{"".join(f"<th>{html.escape(h)}</th>" for h in headers)}</tr></thead>
+<tbody>{"".join(body)}</tbody></table>
+<h2>Per task group</h2><p>Estimated speedup (CPU profile) and tau.</p>
+<table class="sortable"><thead><tr>{"".join(f"<th>{html.escape(h)}</th>" for h in gh)}</tr></thead>
+<tbody>{"".join(group_body)}</tbody></table>
+{f"<h2>Disqualified</h2><ul>{dq_html}</ul>" if dq else ""}
+{img}
+<script>{SORT_JS}</script>
+</body></html>
+"""
+
+
+# -- W&B ---------------------------------------------------------------------------------------------------
+def log_wandb(entries: Sequence[dict], info: dict, mode: str | None, out_dir: Path, png: bytes | None = None) -> list[str]:
+    """The board as a W&B table (and the plot); "off" logs nothing. Never raises for W&B trouble."""
+    import tempfile
+
+    from experiments import wandb_log as wl
+
+    mode = wl.resolve_mode(mode)
+    if mode == "off" or not entries:
+        return []
+    if mode == "online" and not wl.logged_in():
+        wl._warn("not logged in (no WANDB_API_KEY, no .netrc entry); logging offline instead")
+        mode = "offline"
+    headers, rows, order = main_rows(entries)
+    columns = ["rank", "entry", "kind", "score_cpu", "score_gpu", "tau", "of_oracle_gain", "drafter_us_per_step"]
+    oracle, _, _ = ranked(entries)
+    data = [[r[0], e["name"], e.get("kind"), e.get("score"), e.get("score_gpu"), e.get("tau"),
+             1.0 if e is oracle else _gain(e, oracle), e.get("drafter_us_per_step")] for r, e in zip(rows, order)]
+    with wl._quiet():
+        try:
+            import wandb
+        except ImportError as exc:
+            wl._warn(f"wandb is not installed ({exc}); nothing logged")
+            return []
+        session = wl._Session(wandb, mode, "pld-lab", f"leaderboard-{info.get('hash')}", Path(out_dir))
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                logged = {"leaderboard": wandb.Table(columns=columns, data=data)}
+                if png:
+                    path = Path(tmp) / "speedup_by_category.png"
+                    path.write_bytes(png)
+                    logged["speedup_by_category"] = wandb.Image(str(path))
+                session.log(name="leaderboard", job_type="leaderboard", config={"benchmark": info}, data=logged,
+                            summary={f"score/{e['name']}": e.get("score") for e in order if e.get("score")})
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # noqa: BLE001 - W&B trouble never breaks the build
+            wl._warn(f"logging the board failed ({wl._first_line(exc)})")
+    return session.dirs
+
+
+def write_outputs(entries: Sequence[dict], info: dict, folder: Path, wandb_mode: str | None = "off") -> list[Path]:
+    """LEADERBOARD.md, leaderboard.json and index.html in ``folder`` (each replaced atomically)."""
+    folder = Path(folder)
+    png = plot_png(entries)
+    outputs = {
+        folder / "LEADERBOARD.md": markdown(entries, info),
+        folder / "leaderboard.json": json.dumps(board_json(entries, info), indent=1, default=str) + "\n",
+        folder / "index.html": page(entries, info, png),
+    }
+    for path, text in outputs.items():
+        atomic_write(path, text)
+    written = list(outputs)
+    if log_wandb(entries, info, wandb_mode, folder, png):
+        written.append(folder / "wandb")
+    return written

@@ -1,0 +1,310 @@
+"""The leaderboard: the oracle is a true ceiling, benchmarks never mix, the board survives failures,
+the views are built, and the CLI's usage errors are one line with exit code 2."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_sandbox import QUICK, make_trace_folder  # tests/experiments is on sys.path under pytest
+
+import lookup
+from experiments import leaderboard as lb
+from experiments import leaderboard_render as render
+from experiments.leaderboard_score import (benchmark_hash, benchmark_info, case_row, cost_aware_oracle_speedup,
+                                           oracle_accepts, oracle_steps)
+from experiments.sandbox import Evaluation, Submission
+from experiments.traces import TraceCase, load_trace_sets, replay_case
+from lookup.cost import CPU_SMOLLM2, CostProfile
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "competition.md"
+EXAMPLE = Path(__file__).resolve().parents[2] / "experiments" / "submissions" / "example_bigram.py"
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory) -> Path:
+    return make_trace_folder(tmp_path_factory.mktemp("lb") / "toy", seed=1)
+
+
+@pytest.fixture(scope="module")
+def sets(traces):
+    return load_trace_sets(traces)
+
+
+# -- the oracle ---------------------------------------------------------------------------------------------
+def brute_force_oracle(seq: list[int], start: int, cap: int) -> list[int]:
+    """The definition, literally: max over earlier j with seq[j] == last of lcp(seq[j+1:], seq[L:])."""
+    out, pos = [], start
+    while pos < len(seq):
+        best = 0
+        for j in range(pos - 1):
+            if seq[j] != seq[pos - 1]:
+                continue
+            run = 0
+            while pos + run < len(seq) and seq[j + 1 + run] == seq[pos + run]:
+                run += 1
+            best = max(best, run)
+        a = min(best, cap, len(seq) - pos - 1)
+        out.append(a)
+        pos += a + 1
+    return out
+
+
+def random_sequence(rng, n: int, vocab: int) -> list[int]:
+    """Random tokens with copied stretches and periodic runs (runs that overlap the future)."""
+    seq = rng.integers(0, vocab, 8).tolist()
+    while len(seq) < n:
+        r = rng.random()
+        if r < 0.4:
+            start = int(rng.integers(0, len(seq)))
+            seq += seq[start: start + int(rng.integers(1, 12))]
+        elif r < 0.5:
+            period = seq[-int(rng.integers(1, 4)):]
+            seq += period * int(rng.integers(2, 6))
+        else:
+            seq += rng.integers(0, vocab, int(rng.integers(1, 4))).tolist()
+    return seq[:n]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_oracle_equals_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    seq = random_sequence(rng, 160, vocab=[3, 8, 40][seed % 3])
+    for start, cap in [(20, 64), (60, 5), (1, 64), (159, 64)]:
+        assert oracle_accepts(seq, start, cap).tolist() == brute_force_oracle(seq, start, cap)
+
+
+def test_oracle_examples():
+    # 5 6 5 | 6 5 6 5 6 5 6: after the last "5", the run that followed its first occurrence
+    # (6 5 6 5 ...) overlaps the future, as a drafter copying its own draft would; the target adds 1
+    assert oracle_accepts([5, 6, 5, 6, 5, 6, 5, 6, 5, 6], 3).tolist() == [6]
+    assert oracle_accepts([5, 6, 7, 5, 6, 7, 5, 6, 7, 5], 3).tolist() == [0, 5]  # "7" had not occurred
+    assert oracle_accepts([1, 2, 3, 4], 1).tolist() == [0, 0, 0]  # nothing repeats: one token a step
+    assert oracle_accepts([1, 1, 1, 1, 1, 1], 2, cap=2).tolist() == [2, 0]  # the cap, then the last token
+
+
+def test_oracle_is_a_ceiling_for_every_drafter(sets):
+    rng = np.random.default_rng(7)
+    cases = [c for s in sets for c in s.cases]
+    cases += [TraceCase(f"r/{i}", "r", 1, seq[:60], seq[60:], [], "toy", 48, [], 120)
+              for i, seq in enumerate(random_sequence(rng, 180, 48) for _ in range(4))]
+    profile = CPU_SMOLLM2
+    drafters = {name: (lambda n=name: lookup.create(n)) for name in lookup.available()}
+    namespace: dict = {}
+    exec(compile(EXAMPLE.read_text(), str(EXAMPLE), "exec"), namespace)
+    drafters["example-bigram"] = namespace["ExampleBigram"]
+    for case in cases:
+        steps = oracle_steps(case, profile)
+        oracle = case_row(case, steps, profile)
+        best = cost_aware_oracle_speedup(case, profile)
+        assert oracle["new_tokens"] == len(case.output)
+        assert best >= oracle["est_speedup"] - 1e-12
+        for name, make in drafters.items():
+            out = replay_case(case, make(), profile)
+            for s in out.stats.steps:
+                s.drafter_s = 0.0  # the oracle's ceiling is about drafts, not about drafter time
+            row = case_row(case, out.stats.steps, profile)
+            assert oracle["forwards"] <= row["forwards"], (name, case.case)
+            assert best >= row["est_speedup"] - 1e-9, (name, case.case)
+            assert oracle["est_speedup_gpu"] >= row["est_speedup_gpu"] - 1e-9, (name, case.case)
+
+
+def test_oracle_entry_is_fast_and_scores_per_group(sets):
+    entry = lb.oracle_entry(sets, benchmark_hash(sets))
+    assert entry["eval_s"] < 5
+    assert set(entry["groups"]) == {"copy", "chat (turn 1)", "chat (turn 2)"}
+    assert entry["score_cost_aware"] >= entry["score"] > 1
+    assert entry["tau"] > 1
+
+
+# -- benchmarks -------------------------------------------------------------------------------------------------
+def test_benchmark_hash_separates_trace_sets_and_ignores_recompression(tmp_path, traces):
+    a = load_trace_sets(traces)
+    other = load_trace_sets(make_trace_folder(tmp_path / "other", seed=2))
+    assert benchmark_hash(a) != benchmark_hash(other)
+    # the same cases recompressed (gzip headers hold a time stamp): same benchmark
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for path in traces.iterdir():
+        data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        (copy / path.name).write_bytes(gzip.compress(data, mtime=12345) if path.suffix == ".gz" else data)
+    assert benchmark_hash(load_trace_sets(copy)) == benchmark_hash(a)
+    # another cost profile: another benchmark
+    CostProfile((1, 2), (0.05, 0.06)).save(copy / "profile.json")
+    assert benchmark_hash(load_trace_sets(copy)) != benchmark_hash(a)
+
+
+def test_board_entries_of_different_benchmarks_never_mix(tmp_path, traces, capsys):
+    board = lb.Board(tmp_path / "board")
+    other_folder = make_trace_folder(tmp_path / "other", seed=2)
+    a, b = load_trace_sets(traces), load_trace_sets(other_folder)
+    ia, ib = benchmark_info(a, traces), benchmark_info(b, other_folder)
+    lb.ensure_oracle(board, a, ia)
+    lb.ensure_oracle(board, b, ib)
+    board.record({**fake_entry("only-a", 1.3), "benchmark": ia["hash"]}, ia)
+    assert {e["name"] for e in board.entries(ia["hash"])} == {"oracle", "only-a"}
+    assert {e["name"] for e in board.entries(ib["hash"])} == {"oracle"}
+    assert lb.main(["show", "--board", str(board.folder), "--traces", str(other_folder)]) == 0
+    assert "only-a" not in capsys.readouterr().out
+    assert lb.main(["show", "--board", str(board.folder), "--benchmark", ia["hash"][:6]]) == 0
+    assert "only-a" in capsys.readouterr().out
+
+
+# -- the board file --------------------------------------------------------------------------------------------
+def fake_entry(name: str, score: float, kind: str = "submission", status: str = "ok") -> dict:
+    groups = {"copy": {"tau": 2.0, "est_speedup": score, "est_speedup_gpu": score + 0.5}}
+    return {"name": name, "kind": kind, "benchmark": "b" * 16, "status": status, "score": score,
+            "score_gpu": score + 0.5, "tau": 2.0, "drafter_us_per_step": 10.0, "groups": groups,
+            "reason": None if status == "ok" else "crash: test", "refused_count": 0}
+
+
+def test_atomic_writes_keep_the_old_board_when_a_write_fails(tmp_path, monkeypatch):
+    board = lb.Board(tmp_path)
+    board.record(fake_entry("first", 1.2))
+    before = board.path.read_bytes()
+
+    def broken_replace(src, dst):
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(lb.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk on fire"):
+        board.record(fake_entry("second", 1.3))
+    assert board.path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".board.lock", "board.json"]  # no temp file left
+
+
+def test_an_exception_mid_run_leaves_a_valid_board(tmp_path, sets, monkeypatch):
+    import experiments.sandbox as sandbox
+
+    board = lb.Board(tmp_path)
+    info = benchmark_info(sets, "toy")
+    calls = []
+
+    def flaky_evaluate(submission, *args, **kwargs):
+        calls.append(submission.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C in the middle of the second baseline
+        return Evaluation(submission, reason="crash: the process killed by SIGSEGV during propose")
+
+    monkeypatch.setattr(sandbox, "evaluate", flaky_evaluate)
+    with pytest.raises(KeyboardInterrupt):
+        lb.run_baselines(board, sets, info, QUICK, names=["none", "unfold", "voting"], say=lambda *_: None)
+    entries = json.loads(board.path.read_text())["entries"]
+    assert [(e["name"], e["status"], e["reason"]) for e in entries] == [
+        ("none", "disqualified", "crash: the process killed by SIGSEGV during propose")]
+
+
+# -- the CLI ----------------------------------------------------------------------------------------------------
+def one_line_error(capsys, argv) -> str:
+    assert lb.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err, err
+    return err
+
+
+def test_cli_usage_errors_are_one_line_exit_2(tmp_path, traces, capsys):
+    common = ["--board", str(tmp_path / "board"), "--traces", str(traces)]
+    assert "no submission file" in one_line_error(capsys, ["submit", str(tmp_path / "missing.py"), *common])
+    assert "unknown entry point 'nope'" in one_line_error(capsys, ["submit", "--entry-point", "nope", *common])
+    assert "one of them" in one_line_error(capsys, ["submit", *common])
+    good = tmp_path / "good.py"
+    good.write_text("from lookup import Draft, Drafter\nclass G(Drafter):\n    def propose(self, b):\n        return Draft([])\n")
+    assert "taken by a baseline" in one_line_error(capsys, ["submit", str(good), "--name", "unfold", *common])
+    assert "--params" in one_line_error(capsys, ["submit", str(good), "--params", "[1]", *common])
+    assert "no trace files" in one_line_error(capsys, ["submit", str(good), "--board", str(tmp_path),
+                                                       "--traces", str(tmp_path)])
+    none = tmp_path / "empty.py"
+    none.write_text("import lookup\nX = lookup.Drafter\n")
+    assert "defines no Drafter subclass" in one_line_error(capsys, ["submit", str(none), *common])
+    two = tmp_path / "two.py"
+    two.write_text(good.read_text() + "class H(Drafter):\n    def propose(self, b):\n        return Draft([])\n")
+    assert "defines 2 Drafter subclasses (G, H)" in one_line_error(capsys, ["submit", str(two), *common])
+    assert not (tmp_path / "board" / "board.json").exists()  # usage errors record nothing
+
+
+# -- the example in the docs -------------------------------------------------------------------------------------
+def test_the_docs_example_is_the_example_file_and_at_most_40_lines():
+    blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(), flags=re.S)
+    assert blocks[0].strip() == EXAMPLE.read_text().strip()
+    assert len(blocks[0].strip().splitlines()) <= 40
+    namespace: dict = {}
+    exec(compile(blocks[0], "competition.md", "exec"), namespace)
+    d = namespace["ExampleBigram"]()
+    d.reset([5, 6, 7, 5, 6])
+    assert d.propose(8).tokens.tolist() == [7, 5, 6, 7, 5, 6, 7, 5]
+    assert d.propose(2).tokens.tolist() == [7, 5]  # no side effects
+    d.extend([9])
+    assert d.propose(3).tokens.tolist() == []
+
+
+def test_the_example_scores_in_the_sandbox_and_the_board_is_built(tmp_path, sets, capsys):
+    board = lb.Board(tmp_path)
+    info = benchmark_info(sets, "toy")
+    entry = lb.run_submission(board, Submission.file(EXAMPLE), sets, info, "submission", QUICK)
+    assert entry["status"] == "ok" and entry["name"] == "example-bigram"
+    assert entry["tau"] > 1.2 and entry["score"] > 0 and entry["refused_count"] == 0
+    assert entry["source"]["display"] == "experiments/submissions/example_bigram.py"
+    oracle = lb.ensure_oracle(board, sets, info)
+    assert oracle["tau"] >= entry["tau"]
+    board.record({**fake_entry("crashing", 0), "benchmark": info["hash"], "status": "disqualified",
+                  "reason": "crash: the process killed by SIGSEGV during propose"})
+    board.record({**fake_entry("baseline-x", 1.01, kind="baseline"), "benchmark": info["hash"],
+                  "refused_count": 2, "refused": ["open /secret"]})
+    paths = render.write_outputs(board.entries(info["hash"]), info, tmp_path)
+    assert [p.name for p in paths] == ["LEADERBOARD.md", "leaderboard.json", "index.html"]
+    md = (tmp_path / "LEADERBOARD.md").read_text()
+    assert "| - | oracle" in md and "example-bigram" in md and "killed by SIGSEGV" in md and "`open /secret`" in md
+    data = json.loads((tmp_path / "leaderboard.json").read_text())
+    assert data["benchmark"]["hash"] == info["hash"]
+    assert [r["name"] for r in data["ranking"]] == sorted(
+        ["example-bigram", "baseline-x"], key=lambda n: -{"example-bigram": entry["score"], "baseline-x": 1.01}[n])
+    assert data["disqualified"][0]["name"] == "crashing"
+    page = (tmp_path / "index.html").read_text()
+    assert "<script>" in page and "data:image/png;base64,iVBORw0KGgo" in page and 'class="sortable"' in page
+    assert lb.main(["show", "--board", str(tmp_path), "--traces", str(sets[0].path.parent)]) == 0
+    shown = capsys.readouterr().out
+    assert "example-bigram" in shown and "disqualified:" in shown and "oracle" in shown
+
+
+def test_wandb_table_is_logged_in_a_guarded_way(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    logged = {}
+
+    class Run:
+        dir = str(tmp_path / "wandb" / "run-x" / "files")
+        summary: dict = {}
+
+        def log(self, data):
+            logged.update(data)
+
+        def finish(self):
+            pass
+
+    fake = types.SimpleNamespace(
+        Settings=lambda **k: k, init=lambda **k: logged.update(init=k) or Run(),
+        Table=lambda columns, data: ("table", columns, data), Image=lambda path, **k: ("image", path))
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    entries = [fake_entry("a", 1.2), {**fake_entry("oracle", 2.0), "kind": "oracle"}]
+    assert render.log_wandb(entries, {"hash": "h"}, "off", tmp_path) == []
+    dirs = render.log_wandb(entries, {"hash": "h"}, "offline", tmp_path, png=b"\x89PNG")
+    assert dirs and logged["init"]["mode"] == "offline" and logged["init"]["group"] == "leaderboard-h"
+    _, columns, data = logged["leaderboard"]
+    assert columns[:3] == ["rank", "entry", "kind"] and [row[1] for row in data] == ["oracle", "a"]
+    fake.init = lambda **k: (_ for _ in ()).throw(RuntimeError("no network"))
+    assert render.log_wandb(entries, {"hash": "h"}, "offline", tmp_path) == []  # warns, never raises
+
+
+def test_verify_on_a_tiny_model_is_lossless():
+    from toys import tiny_llama
+
+    target = tiny_llama(vocab_size=48, seed=3)
+    prompts = [[5, 9, 11, 5, 9, 11, 30, 5, 9, 11, 30, 2, 5, 9], [7, 8, 7, 8, 7, 8, 1]]
+    entry = {"name": "suffix-automaton", "source": {"kind": "builtin", "name": "suffix-automaton"}}
+    result = lb.verify_entries([entry], target, prompts, 24, QUICK)["suffix-automaton"]
+    assert result["identical"] is True and result["speedup"] > 0 and result["tau"] >= 1
