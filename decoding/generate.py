@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from decoding.acceptance import accept_greedy
+from decoding.acceptance import accept_greedy, accept_greedy_tree
 from decoding.target import Scores, Target
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.errors import PLDError
@@ -79,10 +79,20 @@ class GenerationResult:
 
 
 AcceptRule = Callable[[Draft, Scores], "tuple[int, int]"]
+"""``rule(chain, scores) -> (accepted, next_token)``; ``rule.tree(tree, scores) -> (nodes [a], next_token)``."""
 
 
-def greedy_rule(draft: Draft, scores: Scores) -> tuple[int, int]:
-    return accept_greedy(draft.tokens, scores.argmax)
+class GreedyRule:
+    """Greedy acceptance: the target's argmax decides, for chains and for trees."""
+
+    def __call__(self, draft: Draft, scores: Scores) -> tuple[int, int]:
+        return accept_greedy(draft.tokens, scores.argmax)
+
+    def tree(self, draft: Draft, scores: Scores) -> tuple[np.ndarray, int]:
+        return accept_greedy_tree(draft.tokens, draft.parents, scores.argmax)
+
+
+greedy_rule = GreedyRule()
 
 
 def generate(
@@ -106,8 +116,11 @@ def generate(
     whatever the drafter proposes. ``temperature>0`` samples from the target's distribution
     after temperature, top-k and top-p (as transformers' warpers apply them), exactly, with
     one generator seeded by ``seed``; random numbers belong to output positions, so the same
-    seed gives the same tokens for every deterministic (lookup) drafter, ``none`` included. ``draft_budget`` caps the nodes a drafter may propose per step; the loop never
-    lets a draft run past ``max_new_tokens``.
+    seed gives the same tokens for every deterministic (lookup) drafter, ``none`` included.
+    ``draft_budget`` caps the nodes a drafter may propose per step (a chain's tokens, a tree's
+    nodes); the loop never lets a draft run past ``max_new_tokens``. A tree draft is verified in
+    one forward (see :mod:`decoding.tree`) and commits its accepted root-to-node path; a tree that
+    is a single chain is verified as that chain.
     """
     prompt = [int(t) for t in prompt_ids]
     max_new_tokens = _check_request(target, prompt, max_new_tokens, draft_budget, temperature)
@@ -133,15 +146,10 @@ def generate(
         draft = drafter.propose(budget) if budget > 0 else EMPTY_DRAFT
         drafter_s = time.perf_counter() - t0
         _check_draft(draft, budget, target.vocab_size, drafter)
-        # -- verify: one forward over the last committed token plus the draft
-        inputs = np.empty(len(draft) + 1, dtype=np.int64)
-        inputs[0] = last
-        inputs[1:] = draft.tokens
-        scores = target.score(inputs)
-        # -- accept
-        accepted, next_token = accept(draft, scores)
-        target.keep(1 + accepted)
-        new = [*draft.tokens[:accepted].tolist(), next_token]
+        # -- verify and accept: one forward over the last committed token plus the draft
+        scores, path, next_token = _verify(target, accept, draft, last)
+        accepted = len(path)
+        new = [*path.tolist(), next_token]
         new, stop_reason = _apply_stops(new, generated, eos, stop_strings, target)
         # -- extend
         t0 = time.perf_counter()
@@ -165,6 +173,24 @@ def generate(
     stats.new_tokens = len(generated)
     stats.wall_s = time.perf_counter() - t_start
     return GenerationResult(tokens=generated, stats=stats, stop_reason=stop_reason, seed=getattr(accept, "seed", None))
+
+
+def _verify(target: Target, accept: AcceptRule, draft: Draft, last: int) -> tuple[Scores, np.ndarray, int]:
+    """Score ``[last] + draft`` in one forward, apply the rule, keep the accepted inputs in the
+    target's cache. Returns (scores, accepted tokens [a], the target's next token)."""
+    inputs = np.empty(len(draft) + 1, dtype=np.int64)
+    inputs[0] = last
+    inputs[1:] = draft.tokens
+    if draft.is_chain:
+        scores = target.score(inputs)
+        accepted, next_token = accept(draft, scores)
+        target.keep(1 + accepted)
+        return scores, draft.tokens[:accepted], next_token
+    scores = target.score_tree(inputs, draft.parents)
+    nodes, next_token = accept.tree(draft, scores)
+    inputs_kept = np.concatenate([[0], nodes + 1])  # input 0 is the last committed token
+    target.keep_path(inputs_kept)
+    return scores, draft.tokens[nodes], next_token
 
 
 def _sampling_rule(target: Target, temperature: float, top_k: int, top_p: float, seed: int | None) -> AcceptRule:
@@ -206,8 +232,9 @@ def _check_draft(draft: Draft, budget: int, vocab_size: int, drafter: Drafter) -
         raise DraftError(f"{who} proposed {len(draft)} tokens with a budget of {budget}")
     if len(draft) and (draft.tokens.min() < 0 or draft.tokens.max() >= vocab_size):
         raise DraftError(f"{who} proposed ids outside the vocabulary [0, {vocab_size})")
-    if not draft.is_chain:
-        raise DraftError(f"{who} proposed a tree; tree verification is not supported yet, use a chain")
+    problem = draft.problem()
+    if problem:
+        raise DraftError(f"{who} proposed a malformed tree: {problem}")
     if draft.probs is not None and draft.probs.shape[1] != vocab_size:
         raise DraftError(f"{who} gave draft probabilities over {draft.probs.shape[1]} ids, the vocabulary has {vocab_size}")
 

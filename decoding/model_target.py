@@ -1,4 +1,13 @@
-"""A transformers causal LM as a :class:`~decoding.target.Target`: forward with a KV cache, crop on rejection."""
+"""A transformers causal LM as a :class:`~decoding.target.Target`: forward with a KV cache, crop on rejection.
+
+Token trees (:meth:`ModelTarget.score_tree`) go through the same forward with a custom 4D
+attention mask (``[1, 1, q, cache + q]``, 0 where visible and the dtype's minimum elsewhere: an
+additive float mask works for both ``sdpa`` and ``eager`` attention, which transformers passes
+through untouched) and position ids by depth. After the walk, :meth:`ModelTarget.keep_path`
+gathers the accepted inputs' keys and values into place (``index_select`` on the sequence
+dimension of every layer) and crops the rest. Whether a model honours all that is checked once
+per target with a tiny tree against the chain path (:meth:`ModelTarget.tree_support`).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +18,15 @@ from typing import Sequence
 import numpy as np
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from decoding.target import Scores, Target
+from decoding.tree import TreeLayout
+from lookup.errors import PLDError
+
+#: a tree forward may differ from the chain path by float noise, never by this share of the
+#: difference that seeing a sibling makes (what a model that ignores the 4D mask would show)
+TREE_PROBE_TOLERANCE = 0.05
 
 
 def synchronize(device: torch.device) -> None:
@@ -39,6 +55,7 @@ class ModelTarget(Target):
         # transformers 5.x renamed `past_key_values` to `cache`; use whichever this model takes
         params = inspect.signature(model.forward).parameters
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
+        self._tree_problem: str | None = None  # why trees cannot be verified ("" = they can); None = not probed
 
     # -- the Target interface -------------------------------------------------------------
     @torch.inference_mode()
@@ -73,20 +90,75 @@ class ModelTarget(Target):
         if dropped:  # a negative crop removes tokens, in every transformers version we support
             self._cache.crop(-dropped)
 
+    @torch.inference_mode()
+    def score_tree(self, tokens: np.ndarray, parents: np.ndarray) -> Scores:
+        if self._cache is None:
+            raise RuntimeError("call start() before score_tree()")
+        self.tree_support(raise_error=True)  # once per target, before the clock starts
+        if self._pending:
+            self.keep(0)
+        layout = TreeLayout.of(parents)
+        synchronize(self.device)
+        t0 = time.perf_counter()
+        logits = self._forward(tokens, layout)  # [n+1, V]
+        argmax = logits.argmax(dim=-1).cpu().numpy()
+        seconds = time.perf_counter() - t0
+        self._pending = len(tokens)
+        return Scores(argmax=argmax, logits=logits, seconds=seconds)
+
+    @torch.inference_mode()
+    def keep_path(self, inputs: np.ndarray) -> None:
+        inputs = np.asarray(inputs, dtype=np.int64)
+        n = len(inputs)
+        if n < 1 or inputs[0] != 0 or (np.diff(inputs) <= 0).any() or inputs[-1] >= self._pending:
+            raise ValueError(f"keep_path({inputs.tolist()}) is not a path of the {self._pending} inputs scored")
+        if inputs[-1] != n - 1:  # not a prefix: move the path's entries into place first
+            start = self._cached
+            index = torch.as_tensor(inputs[1:] + start, device=self.device)  # [n-1]
+            for layer in self._cache.layers:
+                # the path only moves entries backwards (inputs[j] >= j), and index_select copies
+                # before the slice is written, so no entry is overwritten before it is read
+                layer.keys[:, :, start + 1 : start + n] = layer.keys.index_select(2, index)
+                layer.values[:, :, start + 1 : start + n] = layer.values.index_select(2, index)
+        self.keep(n)
+
+    def tree_support(self, raise_error: bool = False) -> bool:
+        """Whether this model verifies token trees exactly (probed once per target, ~5 tiny forwards).
+
+        The probe runs a 3-node tree with 4D mask and depth positions on a scratch cache, keeps a
+        non-prefix path, and compares the logits with chain forwards. A model whose attention
+        ignores custom 4D masks (e.g. flash-attention kernels) or whose cache is not a plain
+        ``DynamicCache`` (sliding-window or linear layers) fails with the reason.
+        """
+        if self._tree_problem is None:
+            self._tree_problem = _probe_trees(self)
+        if self._tree_problem and raise_error:
+            raise PLDError(self._tree_problem)
+        return not self._tree_problem
+
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False)
 
     # -- helpers ---------------------------------------------------------------------------
-    def _forward(self, tokens: np.ndarray) -> torch.Tensor:
-        """Run the model over ``tokens`` ([n]) appended to the cache; returns logits [n, V]."""
+    def _forward(self, tokens: np.ndarray, tree: TreeLayout | None = None) -> torch.Tensor:
+        """Run the model over ``tokens`` ([n]) appended to the cache; returns logits [n, V].
+
+        With ``tree``, input ``i`` sits at position ``cache + depth(i)`` and sees the cache and
+        its ancestors only (a 4D additive mask); without, the inputs are a chain.
+        """
         ids = torch.as_tensor(tokens, dtype=torch.long, device=self.device).unsqueeze(0)  # [1, n]
         positions = torch.arange(self._cached, self._cached + ids.shape[1], device=self.device)  # [n]
+        extra = {}
+        if tree is not None:
+            positions = torch.as_tensor(tree.depths + self._cached, device=self.device)  # [n]
+            extra["attention_mask"] = tree_mask(tree, self._cached, self.model.dtype, self.device)
         out = self.model(
             input_ids=ids,
             **{self._cache_kwarg: self._cache},
             cache_position=positions,
             position_ids=positions.unsqueeze(0),
             use_cache=True,
+            **extra,
         )
         return out.logits[0].float()
 
@@ -110,6 +182,56 @@ class ModelTarget(Target):
 
     def __repr__(self) -> str:
         return f"ModelTarget({self.name!r}, device={self.device}, dtype={self.model.dtype})"
+
+
+def tree_mask(tree: TreeLayout, cached: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """Additive attention mask of a tree forward after ``cached`` tokens: [1, 1, n, cached + n],
+    0 where input ``i`` may attend (the whole cache, its ancestors, itself), the dtype's minimum elsewhere."""
+    n = len(tree)
+    if not dtype.is_floating_point:
+        dtype = torch.float32
+    mask = torch.zeros(1, 1, n, cached + n, dtype=dtype, device=device)
+    hidden = torch.as_tensor(~tree.visible(), device=device)  # [n, n]
+    mask[0, 0, :, cached:].masked_fill_(hidden, torch.finfo(dtype).min)
+    return mask
+
+
+@torch.inference_mode()
+def _probe_trees(target: ModelTarget) -> str:
+    """Why ``target`` cannot verify trees exactly ("" when it can); runs on a scratch cache."""
+    who = f"{target.name} ({type(target.model).__name__}, attention {getattr(target.model.config, '_attn_implementation', '?')})"
+    cache = DynamicCache(config=target.model.config)
+    odd = [type(layer).__name__ for layer in cache.layers if type(layer) is not DynamicLayer]
+    if odd:
+        return f"{who} cannot verify token trees: its cache has {odd[0]} layers (only plain DynamicCache layers can keep a tree path)"
+    V = target.vocab_size
+    a, b, x, y, z, w = (int(t) % V for t in (11, 12, 13, 14, 15, 16))
+    scratch = ModelTarget(target.model, target.tokenizer, target.name)  # same model, its own cache
+    scratch._tree_problem = ""  # the probe itself must not recurse
+
+    def chain(seq: list[int]) -> torch.Tensor:  # logits after the last token of [a, *seq]
+        scratch.start([a, *seq])
+        return scratch.score(np.asarray(seq[-1:], dtype=np.int64)).logits[-1]
+
+    try:
+        good_y, good_z = chain([b, y]), chain([b, x, z])
+        wrong_y = chain([b, x, y])  # what y would see if the mask were ignored
+        scratch.start([a, b])
+        # inputs: b (root), x and y its children, z a child of x
+        tree = scratch.score_tree(np.asarray([b, x, y, z]), np.asarray([-1, -1, 0])).logits
+        scratch.keep_path(np.asarray([0, 1, 3]))  # keep b, x, z: a path that is not a prefix
+        after = scratch.score(np.asarray([w])).logits[-1]
+        good_after = chain([b, x, z, w])
+    except Exception as exc:  # noqa: BLE001 - any failure means "no trees", said clearly
+        return f"{who} cannot verify token trees: a tree forward failed ({type(exc).__name__}: {exc})"
+    sep = float((good_y - wrong_y).abs().max())
+    err = max(float((tree[2] - good_y).abs().max()), float((tree[3] - good_z).abs().max()),
+              float((after - good_after).abs().max()))
+    if not err <= TREE_PROBE_TOLERANCE * sep:
+        return (f"{who} cannot verify token trees: with a custom 4D attention mask its logits differ from the chain "
+                f"path by {err:.3g} (a sibling's influence is {sep:.3g}); it may ignore 4D masks — try "
+                f"attn_implementation='sdpa' or 'eager'")
+    return ""
 
 
 def _eos_ids(model, tokenizer) -> set[int]:

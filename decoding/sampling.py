@@ -25,6 +25,17 @@ For deterministic drafts (lookup drafters) the committed token at position ``t``
 ``inverse_cdf(p_t, u_sample[t])`` whatever was drafted (see :func:`accept_deterministic`), so
 every such drafter reproduces, token for token, plain sampling (drafter ``none``) with the
 same seed, up to the last-bit differences between a batched and a one-token forward.
+
+Token trees (:meth:`SamplingRule.tree`, layout in :mod:`decoding.tree`):
+
+* Deterministic trees: at each node on the path draw ``y = inverse_cdf(p, u_sample[t])`` and
+  descend to the (first) child carrying ``y``; stop and commit ``y`` when none does. Exact for
+  the same reason as the chain rule, and again the committed tokens do not depend on the draft:
+  a deterministic tree reproduces ``none`` with the same seed too.
+* Trees that carry q: SpecInfer's multi-step speculative sampling (see :func:`accept_tree_stochastic`).
+  Sibling ``j >= 1`` at position ``t`` needs an acceptance uniform of its own: it comes from
+  :meth:`UniformStream.extra`, a generator seeded by (seed, t), so it too depends on the
+  position only.
 """
 
 from __future__ import annotations
@@ -33,12 +44,14 @@ import math
 import numbers
 import operator
 import secrets
+from typing import Callable
 
 import numpy as np
 import torch
 
 from decoding.acceptance import accept_greedy
 from decoding.target import Scores
+from decoding.tree import TreeLayout, walk
 from lookup.base import Draft
 from lookup.errors import PLDError
 
@@ -172,6 +185,74 @@ def accept_stochastic(
     return accepted, int(out[k + accepted])
 
 
+def accept_tree_deterministic(
+    probs: torch.Tensor, layout: TreeLayout, tokens: np.ndarray, u_sample: torch.Tensor
+) -> tuple[np.ndarray, int]:
+    """Verify a deterministic tree: ``probs`` [n+1, V] the target's law after each input,
+    ``tokens`` [n+1] the inputs, ``u_sample`` [n+1] each input's uniform (its position's).
+
+    Draw ``x_i = inverse_cdf(p_i, u_sample[i])`` for every input in one pass and walk from the
+    root into the child carrying ``x`` (:func:`decoding.tree.walk`). Every committed token is a
+    draw from the target's law at its position, whatever the tree. Returns (nodes [a], next_token).
+    """
+    sampled = sample_rows(probs, u_sample).cpu().numpy()  # [n+1], the step's one transfer
+    return walk(layout, tokens, sampled)
+
+
+def accept_tree_stochastic(
+    probs: torch.Tensor,
+    layout: TreeLayout,
+    tokens: np.ndarray,
+    q: torch.Tensor,
+    u_accept: Callable[[int, int], list[float]],
+    u_sample: torch.Tensor,
+) -> tuple[np.ndarray, int]:
+    """Verify a tree whose nodes were sampled from the q they carry (SpecInfer's multi-candidate rule).
+
+    ``probs`` [n+1, V] the target's law after each input; ``tokens`` [n+1] the inputs; ``q`` [n, V]
+    row ``i`` the law draft node ``i`` was drawn from (rows sum to 1); ``u_accept(depth, m)`` the
+    ``m`` acceptance uniforms of the children at that depth (one per sibling, in order);
+    ``u_sample`` [D+1] the sampling uniform per depth.
+
+    At a node with target law ``p`` and children ``c_1 .. c_m`` (in draft order): accept ``c_j``
+    iff ``u_j * q_j(x_j) < p(x_j)`` (probability ``min(1, p/q)``) and descend; otherwise set
+    ``p <- norm(max(0, p - q_j))`` and try ``c_{j+1}``. When every child is rejected (or there is
+    none) commit a draw from the current ``p``.
+
+    Assumptions (those of SpecInfer's Theorem 4.2): given the path to a node, its children's
+    tokens were drawn independently (with replacement: duplicate siblings are fine), child ``j``
+    from ``q_j``, the ``q`` its own row states; the number and order of the children were fixed
+    before the draw (they may not depend on the tokens drawn); each child's subtree was drawn the
+    same way given the child. Then the committed token at each position has exactly the target's
+    law. A node that has children but is rejected never matters; a chain is the case m = 1.
+    Returns (accepted nodes [a], next_token).
+    """
+    nodes: list[int] = []
+    at = 0
+    while True:
+        p = probs[at].double()
+        p = p / p.sum()
+        kids = layout.children[at]
+        chosen = -1
+        if kids:
+            us = u_accept(int(layout.depths[at]), len(kids))
+            for j, child in enumerate(kids):
+                x = int(tokens[child])
+                qj = q[child - 1].double()
+                if us[j] * float(qj[x]) < float(p[x]):
+                    chosen = child
+                    break
+                r = (p - qj).clamp_min(0)
+                mass = float(r.sum())
+                if mass > 0:  # p == q leaves no residual, and the child was accepted surely (but for rounding)
+                    p = r / mass
+        if chosen < 0:
+            token = int(sample_rows(p.unsqueeze(0), u_sample[int(layout.depths[at])].reshape(1))[0])
+            return np.asarray(nodes, dtype=np.int64), token
+        nodes.append(chosen - 1)
+        at = chosen
+
+
 # -- the per-generation rule -----------------------------------------------------------------
 
 
@@ -184,6 +265,7 @@ class UniformStream:
     """
 
     def __init__(self, seed: int, device: torch.device | str, block: int = BLOCK) -> None:
+        self.seed = int(seed)
         self.device = torch.device(device)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
@@ -212,6 +294,13 @@ class UniformStream:
         offset = position - self._first * self.block
         return self._buf[offset : offset + n]
 
+    def extra(self, position: int, n: int) -> list[float]:
+        """``n`` more acceptance uniforms for ``position`` (the second and later siblings of a
+        tree that carries q): a generator of their own, seeded by (seed, position)."""
+        if n <= 0:
+            return []
+        return np.random.default_rng([self.seed, position]).random(n).tolist()
+
 
 class SamplingRule:
     """``rule(draft, scores) -> (accepted, next_token)`` for one sampled generation.
@@ -234,7 +323,7 @@ class SamplingRule:
     @torch.inference_mode()  # nothing here needs autograd; skipping its bookkeeping is ~10% faster
     def __call__(self, draft: Draft, scores: Scores) -> tuple[int, int]:
         if not draft.is_chain:
-            raise PLDError("sampled verification supports chain drafts only; the drafter proposed a tree")
+            raise PLDError("this rule verifies chains; verify a tree with rule.tree(draft, scores)")
         if scores.logits is None:
             raise PLDError("sampling needs a target that returns logits; this one only knows its argmax")
         k = len(draft)
@@ -249,6 +338,34 @@ class SamplingRule:
             accepted, token = accept_stochastic(probs, draft.tokens, q, u[:k, ACCEPT], u[:, SAMPLE])
         self.position += accepted + 1
         return accepted, token
+
+    @torch.inference_mode()
+    def tree(self, draft: Draft, scores: Scores) -> tuple[np.ndarray, int]:
+        """Verify a token tree: returns (accepted nodes root to leaf [a], the token committed after them)."""
+        if scores.logits is None:
+            raise PLDError("sampling needs a target that returns logits; this one only knows its argmax")
+        n = len(draft)
+        if scores.logits.shape[0] != n + 1:
+            raise PLDError(f"the target scored {scores.logits.shape[0]} positions for a draft of {n} nodes")
+        layout = TreeLayout.of(draft.parents)
+        tokens = np.concatenate([[-1], draft.tokens])  # [n+1]; input 0 is never compared
+        probs = _warp_softmax(scores.logits, self.temperature, self.top_k, self.top_p)  # [n+1, V]
+        depth = int(layout.depths.max())
+        u = self.stream.take(self.position, depth + 1)  # [D+1, 2], by depth
+        if draft.probs is None:
+            at = torch.as_tensor(layout.depths, device=u.device)
+            nodes, token = accept_tree_deterministic(probs, layout, tokens, u[at, SAMPLE])
+        else:
+            q = _draft_q(draft, probs.shape[-1]).to(probs.device)  # [n, V]
+            accepts = u[:, ACCEPT].tolist()
+            start = self.position
+
+            def u_accept(d: int, m: int) -> list[float]:
+                return [accepts[d], *self.stream.extra(start + d, m - 1)]
+
+            nodes, token = accept_tree_stochastic(probs, layout, tokens, q, u_accept, u[:, SAMPLE])
+        self.position += len(nodes) + 1
+        return nodes, token
 
     def __repr__(self) -> str:
         return (

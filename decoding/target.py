@@ -4,6 +4,10 @@ Two implementations share this interface: :class:`decoding.model_target.ModelTar
 transformers model with a KV cache) and a trace target that answers from a recorded greedy
 run. Because the loop is the same, a drafter's greedy acceptance on a trace is exactly what it
 gets live.
+
+Chains go through :meth:`Target.score` and :meth:`Target.keep`; token trees (see
+:mod:`decoding.tree`) through :meth:`Target.score_tree` and :meth:`Target.keep_path`, which a
+target implements when it can verify trees.
 """
 
 from __future__ import annotations
@@ -15,12 +19,15 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from lookup.errors import PLDError
+
 
 @dataclass
 class Scores:
     """The target's verdict on ``[last committed token] + draft``.
 
-    Row ``i`` is the target's prediction for the token that follows input position ``i``.
+    Row ``i`` is the target's prediction for the token that follows input ``i`` (for a tree:
+    given input ``i`` and its ancestors).
     """
 
     argmax: np.ndarray  # [n] int64, greedy next token per input position
@@ -48,6 +55,20 @@ class Target(abc.ABC):
     @abc.abstractmethod
     def keep(self, n: int) -> None:
         """After :meth:`score`, keep only its first ``n`` inputs in the cache (the accepted path)."""
+
+    def score_tree(self, tokens: np.ndarray, parents: np.ndarray) -> Scores:
+        """One forward over a token tree: ``tokens`` [n+1] as in :meth:`score`, ``parents`` [n] the
+        draft's parents (-1 = input 0). Row ``i`` sees the context, input ``i`` and its ancestors only."""
+        raise PLDError(f"{type(self).__name__} cannot verify token trees; use a drafter that proposes chains")
+
+    def keep_path(self, inputs: np.ndarray) -> None:
+        """After :meth:`score_tree`, keep only ``inputs`` ([a+1] increasing, ``inputs[0] == 0``: the
+        accepted root-to-node path) in the cache, in that order. The default handles a path that is
+        a prefix of the inputs."""
+        inputs = np.asarray(inputs)
+        if not np.array_equal(inputs, np.arange(len(inputs))):
+            raise PLDError(f"{type(self).__name__} cannot keep a tree path; use a drafter that proposes chains")
+        self.keep(len(inputs))
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids`` (needed for stop strings); targets without a tokenizer raise."""

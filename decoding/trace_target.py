@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from decoding.target import Scores, Target
+from decoding.tree import TreeLayout
 from lookup.cost import CPU_SMOLLM2, CostProfile
 from lookup.errors import PLDError
 
@@ -65,3 +66,23 @@ class TraceTarget(Target):
 
     def keep(self, n: int) -> None:
         self._pos += n
+
+    def score_tree(self, tokens: np.ndarray, parents: np.ndarray) -> Scores:
+        """Greedy answers for a token tree: the recorded token at ``context + depth(i)`` for input ``i``.
+
+        That is the model's argmax whenever input ``i``'s path from the root matches the trace,
+        and the greedy walk only ever reads rows on such paths. Costs one forward over all inputs.
+        """
+        depths = TreeLayout.of(parents).depths  # [n+1]
+        n = len(tokens)
+        if self._pos + int(depths.max()) + 1 > len(self.output):
+            raise PLDError(
+                f"the trace has {self.length} tokens; replay asked for more (use max_new_tokens <= {self.length})"
+            )
+        argmax = self.output[self._pos + depths]
+        seconds = self._cost[n - 1] if n <= len(self._cost) else self.profile.cost(n)
+        return Scores(argmax=argmax, seconds=seconds)
+
+    def keep_path(self, inputs: np.ndarray) -> None:
+        # only the path's length matters: its tokens are the recorded ones
+        self._pos += len(inputs)

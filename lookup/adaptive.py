@@ -13,6 +13,23 @@ draft is a 35% slowdown. Each step this drafter
 
 When it drafts less than it could, the token the target commits still tells whether the
 next draft node would have been right, so it keeps learning even while drafting nothing.
+
+Trees. When the wrapped drafter returns a token tree, the drafter sends the first ``m`` nodes
+of it (the wrapped drafter's priority order; any prefix keeps parents before children), the
+``m`` that maximises ``(1 + sum_{i<m} P(node i on the accepted path)) / cost(m + 1)``. The model
+behind ``P``, kept simple:
+
+* ``P(node) = P(parent) * P(node accepted | parent accepted)`` (the root has P = 1);
+* a node of depth ``d`` that is its parent's ``r``-th child (0 = first, in draft order) is
+  accepted when the target's token is not one of its ``r`` elder siblings' and is its own:
+  ``hit_d(0) = a_d``, the per-depth acceptance above (learnt on first children and on chains:
+  the same quantity); ``hit(r) = (1 - a_d) * prod_{1<=s<r} (1 - c_s) * c_r`` for ``r >= 1``, with
+  ``c_r = P(rank-r child right | elder siblings wrong)`` learnt per rank (depth-independent, prior
+  ``PRIOR_RANK``).
+
+Both are learnt from the committed tokens, against the whole tree the wrapped drafter offered
+(sent or not): at each level the committed path reaches, the rank of the child carrying the
+committed token (or none) is one observation for ``a_d`` and for each ``c_r`` it tried.
 """
 
 from __future__ import annotations
@@ -30,6 +47,10 @@ BUCKET_EDGES = np.array([2, 3, 4, 6, 10])
 #: prior P(first node accepted) per bucket; later nodes (given the earlier ones) are likelier
 PRIOR_FIRST = np.array([0.2, 0.35, 0.5, 0.6, 0.7, 0.8])
 PRIOR_LATER_BONUS = 0.2
+#: prior P(a younger sibling is right | its elder siblings are wrong), per rank >= 1
+PRIOR_RANK = 0.3
+#: sibling ranks with statistics of their own; later ones share the last
+MAX_RANK = 8
 DEFAULT_BASE = "suffix-automaton"
 #: the policy picks the length, so the default base drafts as far as its match goes
 DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None}
@@ -63,7 +84,9 @@ class AdaptiveDrafter(Drafter):
     def _init_counts(self) -> None:
         self._trials = np.zeros_like(self._prior)  # [B, L] decayed count of nodes tried at (bucket, depth)
         self._hits = np.zeros_like(self._prior)  # [B, L] decayed count of those accepted
-        self._last: tuple[np.ndarray, int, int] | None = None  # (full draft, bucket, sent) of the last propose
+        self._rank_trials = np.zeros(MAX_RANK)  # [R] decayed count of rank-r children tried (index 0 unused)
+        self._rank_hits = np.zeros(MAX_RANK)  # [R] decayed count of those that carried the target's token
+        self._last: tuple[Draft, int, int] | None = None  # (full draft, bucket, sent) of the last propose
         self._committed: list[int] = []
 
     # -- the Drafter interface ---------------------------------------------------------------
@@ -77,14 +100,17 @@ class AdaptiveDrafter(Drafter):
 
     def propose(self, budget: int) -> Draft:
         full = self.base.propose(min(budget, self.max_tokens))
-        if len(full) == 0 or not full.is_chain:
+        if len(full) == 0:
             self._last = None
-            return full if len(full) else EMPTY_DRAFT
+            return EMPTY_DRAFT
         bucket = self._bucket()
-        k = self.best_length(bucket, len(full))
+        k = self.best_length(bucket, len(full)) if full.is_chain else self.best_size(bucket, full.parents)
         # remembered for observe(); it changes no future proposal by itself
-        self._last = (full.tokens, bucket, k)
-        return Draft(full.tokens[:k]) if k else EMPTY_DRAFT
+        self._last = (full, bucket, k)
+        if not k:
+            return EMPTY_DRAFT
+        probs = None if full.probs is None else full.probs[:k]
+        return Draft(full.tokens[:k], probs=probs) if full.is_chain else Draft(full.tokens[:k], full.parents[:k], probs)
 
     def observe(self, draft: Draft, accepted: int) -> None:
         self.base.observe(draft, accepted)
@@ -94,6 +120,12 @@ class AdaptiveDrafter(Drafter):
         self._last = None
         self._trials *= self.decay
         self._hits *= self.decay
+        self._rank_trials *= self.decay
+        self._rank_hits *= self.decay
+        if not full.is_chain:
+            self._learn_tree(full, bucket)
+            return
+        full = full.tokens
         # nodes actually verified: 0..accepted were tried, 0..accepted-1 hit
         tried = min(accepted + 1, sent)
         self._trials[bucket, :tried] += 1
@@ -116,6 +148,62 @@ class AdaptiveDrafter(Drafter):
         expected = 1.0 + np.concatenate([[0.0], np.cumsum(survive)])  # [k+1] committed tokens for length 0..k
         rate = expected / self._cost[: available + 1]
         return int(np.argmax(rate))
+
+    def rank_acceptance(self) -> np.ndarray:
+        """Estimated P(the rank-r child is right | its elder siblings are wrong), r >= 1 (index 0 unused).  # [R]"""
+        s = self.prior_strength
+        return (self._rank_hits + s * PRIOR_RANK) / (self._rank_trials + s)
+
+    def node_probabilities(self, bucket: int, parents: np.ndarray) -> np.ndarray:
+        """Estimated P(node i is on the accepted path) of a tree ([n] parents, -1 = root).  # [n]"""
+        a = self.acceptance(bucket)  # [L]
+        c = self.rank_acceptance()  # [R]
+        # miss[r]: P(ranks 1..r-1 all wrong | rank 0 wrong)
+        miss = np.concatenate([[1.0, 1.0], np.cumprod(1.0 - c[1:-1])])  # [R]
+        n = len(parents)
+        prob = np.zeros(n)
+        depth = np.zeros(n, dtype=np.int64)
+        kids = np.zeros(n + 1, dtype=np.int64)  # children seen so far per node (+1: the root at 0)
+        for i in range(n):
+            p = int(parents[i])
+            rank = int(kids[p + 1])
+            kids[p + 1] += 1
+            depth[i] = 1 if p < 0 else depth[p] + 1
+            a_d = a[min(depth[i], len(a)) - 1]
+            r = min(rank, MAX_RANK - 1)
+            hit = a_d if rank == 0 else (1.0 - a_d) * miss[r] * c[r]
+            prob[i] = hit * (1.0 if p < 0 else prob[p])
+        return prob
+
+    def best_size(self, bucket: int, parents: np.ndarray) -> int:
+        """The number of leading tree nodes (0..n) with the most expected tokens per second."""
+        n = len(parents)
+        expected = 1.0 + np.concatenate([[0.0], np.cumsum(self.node_probabilities(bucket, parents))])  # [n+1]
+        cost = self._cost[: n + 1] if n <= self.max_tokens else [self.profile.cost(m + 1) for m in range(n + 1)]
+        return int(np.argmax(expected / cost))
+
+    def _learn_tree(self, full: Draft, bucket: int) -> None:
+        """Follow the committed tokens down the whole offered tree; at each level reached, note the
+        rank of the child that carried the committed token (or that none did)."""
+        children: dict[int, list[int]] = {}
+        for i, p in enumerate(full.parents.tolist()):
+            children.setdefault(p, []).append(i)
+        node = -1
+        for level, token in enumerate(self._committed):
+            kids = children.get(node)
+            if not kids or level >= self._trials.shape[1]:
+                return
+            rank = next((r for r, k in enumerate(kids) if full.tokens[k] == token), -1)
+            self._trials[bucket, level] += 1
+            self._hits[bucket, level] += float(rank == 0)
+            tried = len(kids) - 1 if rank < 0 else rank  # younger siblings tested before the hit (or all)
+            for r in range(1, tried + 1):
+                self._rank_trials[min(r, MAX_RANK - 1)] += 1
+            if rank > 0:
+                self._rank_hits[min(rank, MAX_RANK - 1)] += 1
+            if rank < 0:
+                return
+            node = kids[rank]
 
     def _bucket(self) -> int:
         match_length = getattr(self.base, "match_length", None)

@@ -58,6 +58,19 @@ class NgramTarget(Target):
     def keep(self, n: int) -> None:
         self._context.extend(int(t) for t in self._pending_tokens[:n])
 
+    def score_tree(self, tokens: np.ndarray, parents: np.ndarray) -> Scores:
+        # the token before input i is its parent's (input 0: the last cached one)
+        seq = self._context[-1:] if self._context else [0]
+        up = np.concatenate([[-1], np.asarray(parents, dtype=np.int64) + 1])  # [n+1] parent input
+        tokens = np.asarray(tokens, dtype=np.int64)
+        before = np.where(up < 0, seq[0], tokens[np.maximum(up, 0)])
+        logits = self._flat[torch.from_numpy(before * self.vocab_size + tokens)]  # [n+1, V]
+        self._pending_tokens = tokens
+        return Scores(argmax=logits.argmax(dim=-1).numpy(), logits=logits)
+
+    def keep_path(self, inputs: np.ndarray) -> None:
+        self._context.extend(int(t) for t in self._pending_tokens[np.asarray(inputs)])
+
     def processed(self, temperature: float, top_k: int = 0, top_p: float = 1.0) -> np.ndarray:
         """Next-token probabilities after the warpers for every (a, b): [V, V, V] float64."""
         probs = process_logits(self._flat, temperature, top_k, top_p).double().numpy()
@@ -165,6 +178,43 @@ class QDrafter(Drafter):
         return Draft(d.tokens[:budget], probs=d.probs[:budget])
 
 
+class QTreeDrafter(QDrafter):
+    """Samples a token tree from the q it states: every node's children are drawn independently
+    (with replacement) from ``q`` of the node's last two tokens, ``widths[d]`` children per node at
+    depth ``d`` (the root is depth 0). Nodes come breadth first, so a budget cut keeps a fixed shape."""
+
+    name = "q-tree-test"
+
+    def __init__(self, weights: np.ndarray, widths: Sequence[int] = (2, 2), mix: float = 0.5, seed: int = 0) -> None:
+        super().__init__(weights, length=len(widths), mix=mix, seed=seed)
+        self.widths = list(widths)
+
+    def _draw(self) -> Draft:
+        a, b = (self.context[-2:] if len(self.context) > 1 else [0, *self.context])
+        tokens, parents, rows = [], [], []
+        level = [(-1, a, b)]  # (node, token before, token)
+        for width in self.widths:
+            nxt = []
+            for node, x, y in level:
+                cdf = self._cdf[x, y]
+                for u in self._rng.random(width):
+                    t = min(int(np.searchsorted(cdf, u * cdf[-1], side="right")), len(cdf) - 1)
+                    tokens.append(t)
+                    parents.append(node)
+                    rows.append((x, y))
+                    nxt.append((len(tokens) - 1, y, t))
+            level = nxt
+        return Draft(np.asarray(tokens), np.asarray(parents), probs=self.table[tuple(np.asarray(rows).T)])
+
+    def propose(self, budget: int) -> Draft:
+        if budget <= 0:
+            return EMPTY_DRAFT
+        if self._draft is None:
+            self._draft = self._draw()
+        d = self._draft
+        return Draft(d.tokens[:budget], d.parents[:budget], probs=d.probs[:budget])
+
+
 class WrongDrafter(Drafter):
     """Proposes, node by node, the token the target likes least (outside any top-k): every node
     should be rejected, and the corrections must still have the target's distribution."""
@@ -230,3 +280,68 @@ def expected_total_variation(probs: np.ndarray, n: int) -> float:
     sd sqrt(p(1-p)/n), whose mean absolute value is sd * sqrt(2/pi)."""
     p = probs.reshape(-1)
     return 0.5 * math.sqrt(2 / math.pi) * float(np.sqrt(p * (1 - p) / n).sum())
+
+
+class RandomTreeDrafter(Drafter):
+    """Proposes a random duplicate-free token tree (no two siblings share a token), new each step.
+
+    Nodes are added one at a time under a random earlier node (the root included) that has fewer
+    than ``max_children`` children. With ``truth`` (prompt + the target's greedy output), each
+    node copies the true token of its position with probability ``hit`` when no sibling has it yet,
+    so deep paths that are not the first branch get accepted too.
+    """
+
+    name = "random-tree-test"
+
+    def __init__(self, vocab_size: int, nodes: int = 8, max_children: int = 3, seed: int = 0,
+                 truth: Sequence[int] | None = None, hit: float = 0.5) -> None:
+        super().__init__()
+        self.vocab_size, self.nodes, self.max_children, self.hit = vocab_size, nodes, max_children, hit
+        self.truth = None if truth is None else [int(t) for t in truth]
+        self._rng = np.random.default_rng(seed)
+        self._draft: Draft | None = None
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        super().reset(prompt)
+        self._draft = None
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        super().extend(tokens)
+        self._draft = None
+
+    def _draw(self) -> Draft:
+        rng, at = self._rng, len(self.context)
+        tokens: list[int] = []
+        parents: list[int] = []
+        depth: list[int] = []
+        kids: dict[int, list[int]] = {-1: []}
+        on_truth: dict[int, bool] = {-1: True}
+        for i in range(self.nodes):
+            open_ = [p for p in [-1, *range(i)] if len(kids[p]) < min(self.max_children, self.vocab_size)]
+            if not open_:
+                break
+            p = int(rng.choice(open_))
+            d = 1 if p < 0 else depth[p] + 1
+            taken = {tokens[c] for c in kids[p]}
+            true = self.truth[at + d - 1] if self.truth is not None and at + d - 1 < len(self.truth) else None
+            if true is not None and on_truth[p] and true not in taken and rng.random() < self.hit:
+                t = true
+            else:
+                t = int(rng.integers(self.vocab_size))
+                while t in taken:  # fewer siblings than ids: this ends
+                    t = int(rng.integers(self.vocab_size))
+            tokens.append(t)
+            parents.append(p)
+            depth.append(d)
+            kids[p].append(i)
+            kids[i] = []
+            on_truth[i] = on_truth[p] and t == true
+        return Draft(np.asarray(tokens, dtype=np.int64), np.asarray(parents, dtype=np.int32))
+
+    def propose(self, budget: int) -> Draft:
+        if budget <= 0:
+            return EMPTY_DRAFT
+        if self._draft is None:
+            self._draft = self._draw()
+        d = self._draft
+        return Draft(d.tokens[:budget], d.parents[:budget])  # a prefix keeps parents before children

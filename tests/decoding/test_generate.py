@@ -92,14 +92,14 @@ def test_out_of_vocabulary_drafts_are_refused(tiny, tokens):
         decoding.generate(tiny, PROMPT, FixedDrafter(tokens), max_new_tokens=10)
 
 
-def test_trees_are_refused_until_tree_verification_exists(tiny):
+def test_malformed_trees_are_refused(tiny):
     class Tree(Drafter):
         name = "tree-test"
 
         def propose(self, budget):
-            return Draft([1, 2], parents=[-1, -1])
+            return Draft([1, 2][:budget], parents=[0, -1][:budget])  # node 0 is its own parent
 
-    with pytest.raises(DraftError, match="tree"):
+    with pytest.raises(DraftError, match="tree-test.*malformed tree"):
         decoding.generate(tiny, PROMPT, Tree(), max_new_tokens=10)
 
 

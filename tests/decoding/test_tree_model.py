@@ -1,0 +1,67 @@
+"""Tree verification on the embedded model: token-identical to transformers' greedy, and the
+tree forward gives the chain's logits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sampling_toys import RandomTreeDrafter
+from test_lossless_model import MAX_NEW, real_prompts
+
+import decoding
+import lookup
+from decoding.lossless import compare_outputs
+from decoding.reference import hf_generate
+from decoding.tree import TreeLayout
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def cases(embedded):
+    out = []
+    for text in real_prompts()[::2]:  # three of the five: the chain file covers them all
+        ids = embedded.chat_ids(text)
+        out.append((ids, hf_generate(embedded, ids, MAX_NEW).tokens))
+    return out
+
+
+DRAFTERS = {
+    "voting-tree": lambda target, truth: lookup.create("voting", tree=True, min_votes=1, min_match=1),
+    "adaptive-voting-tree": lambda target, truth: lookup.create(
+        "adaptive", base="voting", base_params={"tree": True}, profile=None),
+    "random-tree": lambda target, truth: RandomTreeDrafter(target.vocab_size, nodes=10, seed=0, truth=truth, hit=0.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DRAFTERS))
+def test_trees_are_identical_to_transformers_greedy(embedded, cases, name):
+    trees = accepted = 0
+    for ids, reference in cases:
+        drafter = DRAFTERS[name](embedded, ids + reference)
+        out = decoding.generate(embedded, ids, drafter, max_new_tokens=MAX_NEW)
+        mismatch = compare_outputs(embedded, ids, out.tokens, reference)
+        assert mismatch is None, str(mismatch)
+        accepted += out.stats.accepted
+    assert accepted > 10, "the trees should get accepted on input-grounded prompts"
+
+
+def test_embedded_model_supports_trees_and_tree_logits_match_the_chain(embedded, cases):
+    assert embedded.tree_support()
+    ids, reference = cases[0]
+    context = ids + reference[:10]
+    tokens = np.asarray([context[-1], *reference[10:13], 42, reference[10], 7])
+    parents = np.asarray([-1, 0, 1, -1, -1, 4])  # a chain of 3 true tokens, a decoy, a duplicate branch
+    embedded.start(context)
+    tree = embedded.score_tree(tokens, parents).logits
+    lay = TreeLayout.of(parents)
+    for i in range(len(tokens)):
+        path, j = [], i
+        while j >= 0:
+            path.append(int(tokens[j]))
+            j = lay.parents[j]
+        path = path[::-1]
+        embedded.start(context[:-1] + path[:1])
+        chain = embedded.score(np.asarray(path)).logits[-1]
+        torch.testing.assert_close(tree[i], chain, atol=2e-3, rtol=1e-3)
