@@ -7,6 +7,7 @@ A method is named by a spec string: a drafter name with optional parameters
 from __future__ import annotations
 
 import ast
+import inspect
 import contextlib
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
@@ -69,7 +70,7 @@ class Method:
 
     spec: str
 
-    def run(self, target, prompt_ids: Sequence[int], max_new_tokens: int, sampling: Sampling) -> Run:
+    def run(self, target, prompt_ids: Sequence[int], max_new_tokens: int, sampling: Sampling, profile=None) -> Run:
         raise NotImplementedError
 
     def params(self) -> dict:
@@ -93,7 +94,7 @@ class HFMethod(Method):
     def __init__(self, spec: str, lookup_tokens: int | None = None, ngram: int | None = None) -> None:
         self.spec, self.lookup_tokens, self.ngram = spec, lookup_tokens, ngram
 
-    def run(self, target, prompt_ids, max_new_tokens, sampling):
+    def run(self, target, prompt_ids, max_new_tokens, sampling, profile=None):
         torch.manual_seed(sampling.seed)
         with count_forwards(target.model) as calls:
             ref = hf_generate(target, prompt_ids, max_new_tokens, self.lookup_tokens, self.ngram, **sampling.hf_kwargs())
@@ -110,12 +111,16 @@ class DrafterMethod(Method):
         self.spec, self.name, self._params = spec, name, params
         lookup.create(name, **params)  # fail now, not halfway through a run
 
-    def make(self, target) -> lookup.Drafter:
-        return lookup.create(self.name, **self._params)
+    def make(self, target, profile=None) -> lookup.Drafter:
+        """A fresh drafter; cost-aware ones (a ``profile`` parameter) get the target's cost profile."""
+        params = dict(self._params)
+        if profile is not None and "profile" not in params and "profile" in inspect.signature(lookup.get(self.name)).parameters:
+            params["profile"] = profile
+        return lookup.create(self.name, **params)
 
-    def run(self, target, prompt_ids, max_new_tokens, sampling):
+    def run(self, target, prompt_ids, max_new_tokens, sampling, profile=None):
         out = decoding.generate(
-            target, prompt_ids, self.make(target), max_new_tokens,
+            target, prompt_ids, self.make(target, profile), max_new_tokens,
             temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, seed=sampling.seed,
         )
         s = out.stats

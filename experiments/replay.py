@@ -36,7 +36,7 @@ def replay_rows(sets: Sequence[TraceSet], specs: Sequence[str] | None = None, pr
             for method in methods:
                 for case in trace_set.cases:
                     t0 = time.perf_counter()
-                    out = replay_case(case, method.make(None), cost)
+                    out = replay_case(case, method.make(None, cost), cost)
                     wall = time.perf_counter() - t0
                     s = out.stats
                     rows.append({

@@ -130,13 +130,13 @@ class Comparison:
         """One short run per method first: the first forwards pay for allocation and JIT."""
         ids = self.target.chat_ids("Say hello.")
         for method in self.methods:
-            method.run(self.target, ids, 4, self.sampling)
+            method.run(self.target, ids, 4, self.sampling, self.profile)
 
     def _reference_answer(self, case: Case) -> list[int]:
         return self.rows[(case.id, self.methods[0].spec)]["tokens"]
 
     def _measure(self, case: Case, method: Method) -> None:
-        run = method.run(self.target, case.ids, self.max_new_tokens, self.sampling)
+        run = method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.profile)
         ref = self.rows.get((case.id, self.methods[0].spec))
         row = self._row(case, method, run, ref)
         self.rows[(case.id, method.spec)] = row
@@ -154,7 +154,9 @@ class Comparison:
             "new_tokens": run.new_tokens, "forwards": run.forwards, "tau": run.tau, "drafted": run.drafted,
             "accepted": run.accepted, "wall_s": run.wall_s, "tokens_per_s": run.new_tokens / run.wall_s,
             "forward_s": run.forward_s, "drafter_us_per_step": 1e6 * run.drafter_s / steps,
-            "speedup": (ref["wall_s"] / run.wall_s) if ref is not None else 1.0,
+            # throughput ratio: equal to the wall-time ratio when outputs match (greedy), and still
+            # fair when sampled outputs differ in length from the reference's
+            "speedup": (run.new_tokens / run.wall_s) / (ref["new_tokens"] / ref["wall_s"]) if ref is not None else 1.0,
             "est_speedup": estimated_speedup(run.steps, self.profile) if run.steps and self.profile else None,
             "identical": identical, "mismatch": mismatch,
             "accepted_lengths": run.accepted_lengths, "drafted_lengths": run.drafted_lengths,
