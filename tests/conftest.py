@@ -19,3 +19,13 @@ def embedded():
     import decoding
 
     return decoding.load_model(device="cpu")
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread: tiny tensors gain nothing from a second OpenMP thread, which only adds
+    wake-up latency on a busy 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

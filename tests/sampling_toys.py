@@ -14,7 +14,7 @@ from decoding.model_target import ModelTarget
 from decoding.sampling import process_logits
 from decoding.target import Scores, Target
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
-from toys import IdTokenizer
+from toys import tiny_llama
 
 
 class NgramTarget(Target):
@@ -88,26 +88,8 @@ class NgramTarget(Target):
 
 def small_llama(vocab_size: int = 8, seed: int = 0, sharpen: float = 3.0) -> ModelTarget:
     """A one-layer Llama with hidden size 16: a real transformer forward, still cheap."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=128,
-        eos_token_id=None,
-        bos_token_id=None,
-        pad_token_id=None,
-        tie_word_embeddings=False,
-    )
-    model = LlamaForCausalLM(config).eval()
-    with torch.no_grad():  # a random init is close to uniform; make the distribution worth testing
-        model.lm_head.weight.mul_(sharpen)
-    return ModelTarget(model, IdTokenizer(), name="small-llama")
+    return tiny_llama(vocab_size, seed=seed, layers=1, hidden=16, heads=2, max_positions=128, sharpen=sharpen,
+                      name="small-llama")
 
 
 @torch.inference_mode()

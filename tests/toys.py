@@ -24,29 +24,43 @@ class IdTokenizer:
         return "".join(f"<{int(i)}>" for i in ids)
 
 
-def tiny_llama(vocab_size: int = 64, eos_token_id: int | None = None, seed: int = 0, layers: int = 2) -> ModelTarget:
-    """A random-weight Llama small enough to run hundreds of forwards per second on a CPU."""
+def tiny_llama(
+    vocab_size: int = 64,
+    eos_token_id: int | None = None,
+    seed: int = 0,
+    layers: int = 2,
+    hidden: int = 32,
+    heads: int = 4,
+    max_positions: int = 512,
+    sharpen: float = 8.0,
+    name: str = "tiny-llama",
+) -> ModelTarget:
+    """A random-weight Llama small enough to run hundreds of forwards per second on a CPU.
+
+    ``sharpen`` scales the LM head: a random init is close to uniform, and sharper logits make
+    greedy paths distinct (no ties) and sampled distributions worth testing.
+    """
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=vocab_size,
-        hidden_size=32,
-        intermediate_size=64,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
         num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
+        num_attention_heads=heads,
+        num_key_value_heads=max(1, heads // 2),
+        max_position_embeddings=max_positions,
         eos_token_id=eos_token_id,
         bos_token_id=None,
         pad_token_id=None,
         tie_word_embeddings=False,
     )
     model = LlamaForCausalLM(config).eval()
-    with torch.no_grad():  # sharper logits make greedy paths distinct, so ties never occur
-        model.lm_head.weight.mul_(8.0)
+    with torch.no_grad():
+        model.lm_head.weight.mul_(sharpen)
     model.generation_config.eos_token_id = eos_token_id
-    return ModelTarget(model, IdTokenizer(eos_token_id), name="tiny-llama")
+    return ModelTarget(model, IdTokenizer(eos_token_id), name=name)
 
 
 class RandomDrafter(Drafter):

@@ -33,12 +33,8 @@ from lookup.base import Draft
 from lookup.errors import PLDError
 
 @pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny tensors: a second OpenMP thread only adds wake-up latency on a busy 2-core machine.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every test here runs on one torch thread (see tests/conftest.py)."""
 
 
 M = 2000  # uniforms on a grid: a rule's frequencies over it are its probabilities within 1/M

@@ -72,12 +72,8 @@ FACTORIES: dict[str, Callable[[], Drafter]] = {}
 
 
 @pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny tensors: a second OpenMP thread only adds wake-up latency on a busy 2-core machine.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every test here runs on one torch thread (see tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")

@@ -30,11 +30,8 @@ PROMPT = [3, 17, 5, 3, 17, 5, 9, 3, 17, 5, 3, 17, 8, 3, 17]  # "3 17" is followe
 
 
 @pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every test here runs on one torch thread (see tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")

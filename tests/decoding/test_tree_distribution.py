@@ -49,11 +49,8 @@ def tv_slack(n: int) -> float:
 
 
 @pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every test here runs on one torch thread (see tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")
