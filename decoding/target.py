@@ -72,4 +72,4 @@ class Target(abc.ABC):
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids`` (needed for stop strings); targets without a tokenizer raise."""
-        raise NotImplementedError(f"{type(self).__name__} has no tokenizer; stop strings need one")
+        raise PLDError(f"{type(self).__name__} has no tokenizer; stop strings need one")

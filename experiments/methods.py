@@ -6,6 +6,7 @@ A method is named by a spec string: a drafter name with optional parameters
 
 from __future__ import annotations
 
+import abc
 import ast
 import inspect
 import contextlib
@@ -65,13 +66,14 @@ class Run:
         return self.new_tokens / self.forwards if self.forwards else 0.0
 
 
-class Method:
+class Method(abc.ABC):
     """Something that generates: ``run(target, prompt_ids, max_new_tokens, sampling) -> Run``."""
 
     spec: str
 
+    @abc.abstractmethod
     def run(self, target, prompt_ids: Sequence[int], max_new_tokens: int, sampling: Sampling, profile=None) -> Run:
-        raise NotImplementedError
+        """Generate once and measure it."""
 
     def params(self) -> dict:
         return {}
