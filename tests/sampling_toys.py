@@ -4,6 +4,7 @@ and the goodness-of-fit statistics (chi-square, total variation) used to check d
 
 from __future__ import annotations
 
+import abc
 import math
 from typing import Sequence
 
@@ -106,7 +107,38 @@ def llama_sequence_distribution(target: ModelTarget, prompt: Sequence[int], temp
     return p1[:, None, None] * p2[:, :, None] * p3
 
 
-class QDrafter(Drafter):
+class OneDrawPerContext(Drafter):
+    """A random drafter that draws one draft per context (``_draw``), however often propose asks.
+
+    Repeated proposes agree, as the contract wants, and a budget cut takes a prefix: for chains
+    drawn node by node and trees listed parents-first, a prefix is itself such a draw.
+    """
+
+    _draft: Draft | None = None
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        super().reset(prompt)
+        self._draft = None
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        super().extend(tokens)
+        self._draft = None
+
+    @abc.abstractmethod
+    def _draw(self) -> Draft:
+        """A fresh draft for the current context."""
+
+    def propose(self, budget: int) -> Draft:
+        if budget <= 0:
+            return EMPTY_DRAFT
+        if self._draft is None:
+            self._draft = self._draw()
+        d = self._draft
+        cut = lambda a: None if a is None else a[:budget]  # noqa: E731
+        return Draft(d.tokens[:budget], cut(d.parents), probs=cut(d.probs))
+
+
+class QDrafter(OneDrawPerContext):
     """Samples its chain from a distribution ``q`` it states in ``Draft.probs``.
 
     ``q`` for the next node is a mix of ``weights`` (a [V, V, V] table of the last two tokens,
@@ -129,14 +161,6 @@ class QDrafter(Drafter):
         self._rng = np.random.default_rng(seed)
         self._draft: Draft | None = None  # the chain for the current context, drawn on first use
 
-    def reset(self, prompt: Sequence[int]) -> None:
-        super().reset(prompt)
-        self._draft = None
-
-    def extend(self, tokens: Sequence[int]) -> None:
-        super().extend(tokens)
-        self._draft = None
-
     def _draw(self) -> Draft:
         # One chain per context, however often propose asks: repeated proposes agree, as the
         # contract wants. A prefix of a chain drawn node by node is itself such a draw, so
@@ -150,14 +174,6 @@ class QDrafter(Drafter):
             rows.append((a, b))
             a, b = b, t
         return Draft(np.asarray(tokens), probs=self.table[tuple(np.asarray(rows).T)])
-
-    def propose(self, budget: int) -> Draft:
-        if budget <= 0:
-            return EMPTY_DRAFT
-        if self._draft is None:
-            self._draft = self._draw()
-        d = self._draft
-        return Draft(d.tokens[:budget], probs=d.probs[:budget])
 
 
 class QTreeDrafter(QDrafter):
@@ -187,14 +203,6 @@ class QTreeDrafter(QDrafter):
                     nxt.append((len(tokens) - 1, y, t))
             level = nxt
         return Draft(np.asarray(tokens), np.asarray(parents), probs=self.table[tuple(np.asarray(rows).T)])
-
-    def propose(self, budget: int) -> Draft:
-        if budget <= 0:
-            return EMPTY_DRAFT
-        if self._draft is None:
-            self._draft = self._draw()
-        d = self._draft
-        return Draft(d.tokens[:budget], d.parents[:budget], probs=d.probs[:budget])
 
 
 class WrongDrafter(Drafter):
@@ -264,7 +272,7 @@ def expected_total_variation(probs: np.ndarray, n: int) -> float:
     return 0.5 * math.sqrt(2 / math.pi) * float(np.sqrt(p * (1 - p) / n).sum())
 
 
-class RandomTreeDrafter(Drafter):
+class RandomTreeDrafter(OneDrawPerContext):
     """Proposes a random duplicate-free token tree (no two siblings share a token), new each step.
 
     Nodes are added one at a time under a random earlier node (the root included) that has fewer
@@ -282,14 +290,6 @@ class RandomTreeDrafter(Drafter):
         self.truth = None if truth is None else [int(t) for t in truth]
         self._rng = np.random.default_rng(seed)
         self._draft: Draft | None = None
-
-    def reset(self, prompt: Sequence[int]) -> None:
-        super().reset(prompt)
-        self._draft = None
-
-    def extend(self, tokens: Sequence[int]) -> None:
-        super().extend(tokens)
-        self._draft = None
 
     def _draw(self) -> Draft:
         rng, at = self._rng, len(self.context)
@@ -319,11 +319,3 @@ class RandomTreeDrafter(Drafter):
             kids[i] = []
             on_truth[i] = on_truth[p] and t == true
         return Draft(np.asarray(tokens, dtype=np.int64), np.asarray(parents, dtype=np.int32))
-
-    def propose(self, budget: int) -> Draft:
-        if budget <= 0:
-            return EMPTY_DRAFT
-        if self._draft is None:
-            self._draft = self._draw()
-        d = self._draft
-        return Draft(d.tokens[:budget], d.parents[:budget])  # a prefix keeps parents before children
