@@ -49,6 +49,16 @@ def transitions_of(sam: SuffixAutomaton, state: int) -> dict[int, int]:
 
 
 @settings(max_examples=150, deadline=None)
+def matches_after_each_extend(sam: SuffixAutomaton, chunks):
+    """Extend ``sam`` chunk by chunk from empty; yield (tokens so far, sam.match()) after each."""
+    sam.reset([])
+    done: list[int] = []
+    for chunk in chunks:
+        sam.extend(chunk)
+        done += chunk
+        yield done, sam.match()
+
+
 @given(chunked_sequences(), st.booleans())
 def test_match_equals_brute_force_after_every_extend(data, top_ids):
     seq, chunks = data
@@ -56,12 +66,7 @@ def test_match_equals_brute_force_after_every_extend(data, top_ids):
         seq = [TOP_ID - x for x in seq]
         chunks = [[TOP_ID - x for x in c] for c in chunks]
     sam = SuffixAutomaton(max_depth=UNBOUNDED, capacity=1)  # tiny: every growth path runs
-    sam.reset([])
-    done: list[int] = []
-    for chunk in chunks:
-        sam.extend(chunk)
-        done += chunk
-        _, length, recent, earliest = sam.match()
+    for done, (_, length, recent, earliest) in matches_after_each_extend(sam, chunks):
         assert (length, recent, earliest) == brute_match(done)
         assert sam.sequence.tolist() == done
 
@@ -72,12 +77,7 @@ def test_shallow_rings_still_give_a_valid_occurrence(data, max_depth):
     """With a small max_depth the recent end may be older than the truth, never wrong."""
     seq, chunks = data
     sam = SuffixAutomaton(max_depth=max_depth, capacity=2)
-    sam.reset([])
-    done: list[int] = []
-    for chunk in chunks:
-        sam.extend(chunk)
-        done += chunk
-        _, length, recent, earliest = sam.match()
+    for done, (_, length, recent, earliest) in matches_after_each_extend(sam, chunks):
         true_length, true_recent, true_earliest = brute_match(done)
         assert (length, earliest) == (true_length, true_earliest)
         if length:
