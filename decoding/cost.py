@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 
 from decoding.loading import cache_dir
-from decoding.model_target import ModelTarget
+from decoding.model_target import ModelTarget, synchronize
 from lookup.cost import CostProfile
 
 DEFAULT_SIZES = (1, 2, 3, 4, 6, 8, 10, 12, 16, 24, 32, 48, 64)
+#: cache lengths measured: our prompts run from ~50 to ~2,000 tokens
+DEFAULT_CONTEXTS = (128, 512, 1024, 2048)
+#: the profile's one-dimensional ``seconds`` is the row of the measured context nearest this
+REFERENCE_CONTEXT = 512
 
 
 def profile_path(target: ModelTarget):
@@ -19,52 +24,82 @@ def profile_path(target: ModelTarget):
 
 
 def measure_cost_profile(
-    target: ModelTarget, sizes=DEFAULT_SIZES, context: int = 512, repeats: int = 5, progress: bool = False
+    target: ModelTarget, sizes=DEFAULT_SIZES, contexts=DEFAULT_CONTEXTS, repeats: int = 5, progress: bool = False
 ) -> CostProfile:
-    """Time one forward over ``n`` tokens after a ``context``-token cache, for each ``n`` in ``sizes``.
+    """Time forwards over ``n`` tokens after ``c`` cached tokens, for each ``n`` in ``sizes`` and ``c``
+    in ``contexts``, and the prefill of a ``c``-token prompt.
 
-    Each size takes the fastest of ``repeats`` timed forwards after one warm-up: other work on
-    a shared machine only ever adds time, so the minimum is the steadiest estimate of the
+    Each point takes the fastest of ``repeats`` timed runs after one warm-up: other work on a
+    shared machine only ever adds time, so the minimum is the steadiest estimate of the
     forward's own cost. Sizes are interleaved across repeats so that a burst of noise does not
-    hit one size only.
+    hit one size only. Costs never fall with more tokens or a longer context; noise that says
+    otherwise is smoothed away.
     """
     rng = np.random.default_rng(0)
-    prompt = rng.integers(10, target.vocab_size, context + 1).tolist()
-    target.start(prompt)
-    times: dict[int, list[float]] = {n: [] for n in sizes}
-    rounds = range(repeats + 1)
+    contexts = tuple(sorted(set(contexts)))
+    steps = [(c, r) for c in contexts for r in range(repeats + 1)]
     if progress:
         from tqdm import tqdm
 
-        rounds = tqdm(rounds, desc="cost profile", unit="round")
-    for r in rounds:
+        steps = tqdm(steps, desc="cost profile", unit="round")
+    times = {(c, n): [] for c in contexts for n in sizes}
+    prefill = {c: [] for c in contexts}
+    target.start(rng.integers(10, target.vocab_size, 16).tolist())  # the very first forward pays for allocation
+    for c, r in steps:
+        if r < 2:  # two prefills per context; the first of the two is usually the slower one
+            prompt = rng.integers(10, target.vocab_size, c + 1).tolist()
+            synchronize(target.device)
+            t0 = time.perf_counter()
+            target.start(prompt)  # prefills prompt[:-1]: c tokens
+            synchronize(target.device)
+            prefill[c].append(time.perf_counter() - t0)
         for n in sizes:
             scores = target.score(rng.integers(10, target.vocab_size, n))
             target.keep(0)
             if r:  # round 0 warms up
-                times[n].append(scores.seconds)
-    seconds = tuple(min(times[n]) for n in sizes)
-    # A forward over more tokens never costs less in expectation; smooth the noise away.
-    seconds = tuple(np.maximum.accumulate(seconds).tolist())
-    return CostProfile(tuple(sizes), seconds, model=target.name, device=str(target.device))
+                times[c, n].append(scores.seconds)
+    grid = np.array([[min(times[c, n]) for n in sizes] for c in contexts])  # [c, m]
+    grid = np.maximum.accumulate(np.maximum.accumulate(grid, axis=1), axis=0)
+    pre = np.maximum.accumulate([min(prefill[c]) for c in contexts])
+    reference = grid[int(np.argmin([abs(c - REFERENCE_CONTEXT) for c in contexts]))]
+    return CostProfile(
+        tuple(sizes), tuple(reference.tolist()), model=target.name, device=str(target.device), contexts=contexts,
+        grid=tuple(tuple(row) for row in grid.tolist()), prefill=tuple(pre.tolist()),
+    )
 
 
 def cost_profile(target: ModelTarget, remeasure: bool = False, **kwargs) -> CostProfile:
-    """The cached profile of this model on this device, measured (and saved) when missing."""
+    """The cached profile of this model on this device, measured (and saved) when missing.
+
+    A cached profile from before the context axis existed is measured again.
+    """
     path = profile_path(target)
     if path.exists() and not remeasure:
-        return CostProfile.load(path)
+        profile = CostProfile.load(path)
+        if profile.contexts:
+            return profile
     profile = measure_cost_profile(target, **kwargs)
     profile.save(path)
     return profile
 
 
-def estimated_speedup(steps, profile: CostProfile) -> float:
+def estimated_speedup(steps, profile: CostProfile, with_prefill: bool = True) -> float:
     """Speedup over plain decoding predicted by ``profile`` for a run's per-step records.
 
-    ``tokens x cost(1) / sum over steps of (cost(drafted + 1) + drafter seconds)``: what the
-    run would gain on the machine the profile was measured on, free of this machine's noise.
+    Plain decoding of the same tokens costs one one-token forward per token, at contexts
+    P, P+1, ... (P = the prompt's length, ``steps[0].context``); the run costs, per step, a
+    forward over its verified tokens at its context plus the drafter's time. Both pay the same
+    prefill, which ``with_prefill`` adds to each side (it is what a wall-clock measurement sees;
+    leave it out to rate the decoding phase alone). Without a context axis or prefill in the
+    profile this is the plain ``tokens x cost(1) / sum(cost(verified) + drafter seconds)``.
+    The result is what the run would gain on the machine the profile was measured on, free of
+    this machine's noise.
     """
+    if not steps:
+        return 0.0
+    start = steps[0].context
     tokens = sum(s.committed for s in steps)
-    spent = sum(profile.cost(s.drafted + 1) + s.drafter_s for s in steps)
-    return tokens * profile.cost(1) / spent if spent else 0.0
+    plain = sum(profile.cost(1, start + i) for i in range(tokens))
+    spent = sum(profile.cost(s.drafted + 1, s.context) + s.drafter_s for s in steps)
+    fixed = profile.prefill_cost(start) if with_prefill else 0.0
+    return (fixed + plain) / (fixed + spent) if spent else 0.0

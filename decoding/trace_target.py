@@ -40,14 +40,13 @@ class TraceTarget(Target):
         self.profile = profile
         self.max_length = None
         self._pos = 0  # output tokens committed so far
-        self._cost = [profile.cost(n) for n in range(1, 258)]  # cost by forward size, looked up per step
 
     @property
     def length(self) -> int:
         """Tokens in the recorded output."""
         return len(self.output) - 1
 
-    def start(self, prompt_ids: Sequence[int]) -> None:
+    def start(self, prompt_ids: Sequence[int], top_k: int = 0) -> None:  # a trace holds argmaxes only
         if len(prompt_ids) != len(self.prompt) or not np.array_equal(prompt_ids, self.prompt):
             raise PLDError("this trace was recorded for another prompt")
         self._pos = 0
@@ -61,8 +60,7 @@ class TraceTarget(Target):
         # Greedy acceptance stops at the first mismatch, so what the model would say after a
         # wrong draft token never matters: the recorded token stands in for every position.
         argmax = self.output[self._pos : self._pos + n]
-        seconds = self._cost[n - 1] if n <= len(self._cost) else self.profile.cost(n)
-        return Scores(argmax=argmax, seconds=seconds)
+        return Scores(argmax=argmax, seconds=self.profile.cost(n, len(self.prompt) + self._pos))
 
     def keep(self, n: int) -> None:
         self._pos += n
@@ -80,8 +78,7 @@ class TraceTarget(Target):
                 f"the trace has {self.length} tokens; replay asked for more (use max_new_tokens <= {self.length})"
             )
         argmax = self.output[self._pos + depths]
-        seconds = self._cost[n - 1] if n <= len(self._cost) else self.profile.cost(n)
-        return Scores(argmax=argmax, seconds=seconds)
+        return Scores(argmax=argmax, seconds=self.profile.cost(n, len(self.prompt) + self._pos))
 
     def keep_path(self, inputs: np.ndarray) -> None:
         # only the path's length matters: its tokens are the recorded ones

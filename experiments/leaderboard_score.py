@@ -75,7 +75,9 @@ def case_row(case, steps: Sequence[StepRecord], cpu: CostProfile, gpu: CostProfi
         "case": case.case, "category": case.category, "turn": case.turn,
         "new_tokens": tokens, "forwards": len(steps),
         "drafted": sum(s.drafted for s in steps), "accepted": sum(s.accepted for s in steps),
-        "est_speedup": estimated_speedup(steps, cpu), "est_speedup_gpu": estimated_speedup(steps, gpu),
+        # the board rates the decoding phase: every entry pays the same prefill
+        "est_speedup": estimated_speedup(steps, cpu, with_prefill=False),
+        "est_speedup_gpu": estimated_speedup(steps, gpu, with_prefill=False),
         "drafter_us_per_step": 1e6 * drafter_s / max(len(steps), 1),
     }
 
@@ -165,7 +167,7 @@ def oracle_steps(case, profile: CostProfile, cap: int = ORACLE_CAP) -> list[Step
     seq = np.concatenate([np.asarray(case.prompt, dtype=np.int64), np.asarray(case.output, dtype=np.int64)])
     steps, context = [], len(case.prompt)
     for a in oracle_accepts(seq, len(case.prompt), cap).tolist():
-        steps.append(StepRecord(context, a, a, a + 1, 0.0, profile.cost(a + 1)))
+        steps.append(StepRecord(context, a, a, a + 1, 0.0, profile.cost(a + 1, context)))
         context += a + 1
     return steps
 
@@ -183,12 +185,15 @@ def cost_aware_oracle_speedup(case, profile: CostProfile, cap: int = ORACLE_CAP)
     n = len(runs)
     if n == 0:
         return 0.0
-    # a drafter may draft more than it gets accepted: moving k+1 tokens costs at least the
-    # cheapest forward over >= k+1 tokens
-    costs = np.array([profile.cost(m) for m in range(1, cap + 2)])
-    cheapest = np.minimum.accumulate(costs[::-1])[::-1]  # [cap+1]: cheapest[k] = min cost over >= k+1 tokens
+    start = len(case.prompt)
     best = np.zeros(n + 1)
+    plain = 0.0
     for pos in range(n - 1, -1, -1):
+        # a drafter may draft more than it gets accepted: moving k+1 tokens costs at least the
+        # cheapest forward over >= k+1 tokens (at this step's context)
+        costs = np.array([profile.cost(m, start + pos) for m in range(1, cap + 2)])
+        cheapest = np.minimum.accumulate(costs[::-1])[::-1]  # [cap+1]: cheapest[k] = min cost over >= k+1 tokens
         k = np.arange(int(runs[pos]) + 1)
         best[pos] = np.min(cheapest[k] + best[pos + k + 1])
-    return n * profile.cost(1) / best[0]
+        plain += costs[0]
+    return plain / best[0]

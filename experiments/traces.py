@@ -219,10 +219,22 @@ def _profile(args) -> int:
     profile = cost_profile(target, remeasure=args.remeasure, progress=True)
     folder = traces_root() / model_key(target.name)
     profile.save(folder / "profile.json")
-    for n, s in zip(profile.sizes, profile.seconds):
-        print(f"{n:>4} tokens: {1e3 * s:7.1f} ms  ({s / profile.seconds[0]:.2f}x one token)")
+    print(format_profile(profile))
     print(f"saved with the traces in {folder}")
     return 0
+
+
+def format_profile(profile: CostProfile) -> str:
+    """Forward ms by size (rows) and context (columns), each with its multiple of one token."""
+    contexts = profile.contexts or (None,)
+    head = "tokens " + "".join(f"{'ctx ' + str(c) if c else 'forward':>20}" for c in contexts)
+    lines = [head]
+    for n in profile.sizes:
+        cells = (f"{1e3 * profile.cost(n, c):8.1f} ms ({profile.relative(n, c):.2f}x)" for c in contexts)
+        lines.append(f"{n:>6} " + "".join(f"{cell:>20}" for cell in cells))
+    if profile.prefill:
+        lines.append("prefill" + "".join(f"{1e3 * p:17.1f} ms" for p in profile.prefill))
+    return "\n".join(lines)
 
 
 def _record(args) -> int:

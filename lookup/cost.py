@@ -1,47 +1,99 @@
-"""Cost profiles: the target's forward time as a function of the number of tokens verified.
+"""Cost profiles: the target's forward time as a function of the tokens verified and the context.
 
-On a CPU a forward over 9 tokens costs ~1.5x a forward over one; on a big GPU model ~1x.
-Cost-aware drafters and the estimated speedup read this profile instead of assuming either.
-Measuring one is :func:`decoding.cost.measure_cost_profile`; this module only holds the data.
+On a CPU a forward over 9 tokens costs ~1.5x a forward over one; on a big GPU model ~1x. Both
+grow with the tokens already in the KV cache (attention reads all of them), and a run also pays
+once for the prompt's prefill. Cost-aware drafters and the estimated speedup read this profile
+instead of assuming any of it. Measuring one is :func:`decoding.cost.measure_cost_profile`; this
+module only holds the data.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+#: forward sizes with a precomputed cost: the hot path is an index, not np.interp
+TABLE_SIZE = 257
+
+
+def _extrapolated(xs: tuple[int, ...], ys, x: float) -> float:
+    """Piecewise-linear through (xs, ys); flat below the first point, the last slope past the end."""
+    if x <= xs[-1] or len(xs) == 1:
+        return float(np.interp(x, xs, ys))
+    slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+    return float(ys[-1] + slope * (x - xs[-1]))
+
 
 @dataclass(frozen=True)
 class CostProfile:
-    """Forward seconds for ``sizes[i]`` tokens; linear in between, flat-extrapolated past the ends."""
+    """Forward seconds by size (and, when measured, by context), plus prefill seconds by prompt length.
+
+    ``seconds`` is the one-dimensional profile (at one reference context), which is all a profile
+    from before the context axis, or a hand-made one, has. ``grid`` adds the context axis:
+    ``grid[i][j]`` is a forward over ``sizes[j]`` tokens after ``contexts[i]`` cached tokens, and
+    ``prefill[i]`` the prefill of a ``contexts[i]``-token prompt. Between measured points costs are
+    linear; past the last size or context they follow the last slope.
+    """
 
     sizes: tuple[int, ...]  # [m] ascending token counts, starting at 1
-    seconds: tuple[float, ...]  # [m] forward time for each size
+    seconds: tuple[float, ...]  # [m] forward time for each size, at the reference context
     model: str = "?"
     device: str = "?"
+    contexts: tuple[int, ...] = ()  # [c] ascending cache lengths of the grid (empty: no context axis)
+    grid: tuple[tuple[float, ...], ...] = ()  # [c][m] forward time by context and size
+    prefill: tuple[float, ...] = ()  # [c] time to prefill a prompt of contexts[i] tokens
 
     def __post_init__(self) -> None:
         if len(self.sizes) != len(self.seconds) or not self.sizes:
             raise ValueError("a cost profile needs one time per size, and at least one size")
         if list(self.sizes) != sorted(set(self.sizes)) or self.sizes[0] < 1:
             raise ValueError(f"sizes must be ascending and >= 1, got {self.sizes}")
-        # a lookup table for the sizes drafts actually have: the hot path is an index, not np.interp
-        table = np.interp(np.arange(0, 257), self.sizes, self.seconds)
-        object.__setattr__(self, "_table", table)
+        if list(self.contexts) != sorted(set(self.contexts)):
+            raise ValueError(f"contexts must be ascending, got {self.contexts}")
+        if len(self.grid) != len(self.contexts) or any(len(row) != len(self.sizes) for row in self.grid):
+            raise ValueError("the grid needs one row per context and one time per size in each row")
+        if self.prefill and len(self.prefill) != len(self.contexts):
+            raise ValueError("prefill needs one time per context")
+        sizes = np.arange(TABLE_SIZE)
+        object.__setattr__(self, "_table", np.interp(sizes, self.sizes, self.seconds))  # [TABLE_SIZE]
+        rows = np.array([np.interp(sizes, self.sizes, row) for row in self.grid]).reshape(len(self.grid), TABLE_SIZE)
+        object.__setattr__(self, "_rows", rows)  # [c, TABLE_SIZE]
 
-    def cost(self, n_tokens: int) -> float:
-        """Seconds for one forward over ``n_tokens`` (the last committed token + the draft)."""
-        if n_tokens < len(self._table):
-            return float(self._table[n_tokens])
-        slope = (self.seconds[-1] - self.seconds[-2]) / (self.sizes[-1] - self.sizes[-2]) if len(self.sizes) > 1 else 0.0
-        return float(self.seconds[-1] + slope * (n_tokens - self.sizes[-1]))
+    def cost(self, n_tokens: int, context: int | None = None) -> float:
+        """Seconds for one forward over ``n_tokens`` (the last committed token + the draft).
 
-    def relative(self, n_tokens: int) -> float:
-        """Cost relative to a one-token forward (1.0 = as cheap as plain decoding)."""
-        return self.cost(n_tokens) / self.cost(1)
+        With ``context`` (tokens already committed) and a grid, the cost at that context;
+        otherwise the reference-context cost.
+        """
+        if context is None or not self.contexts:
+            return self._at(self._table, self.seconds, n_tokens)
+        i = bisect.bisect_left(self.contexts, context)
+        if i == 0:  # at or below the first measured context
+            return self._at(self._rows[0], self.grid[0], n_tokens)
+        j = min(i, len(self.contexts) - 1)  # past the last one: extrapolate from the last two rows
+        lo, hi = self.contexts[j - 1], self.contexts[j]
+        a, b = self._at(self._rows[j - 1], self.grid[j - 1], n_tokens), self._at(self._rows[j], self.grid[j], n_tokens)
+        return max(a + (b - a) * (context - lo) / (hi - lo), a)
+
+    def _at(self, table: np.ndarray, seconds, n_tokens: int) -> float:
+        if n_tokens < TABLE_SIZE:
+            return float(table[n_tokens])
+        return _extrapolated(self.sizes, seconds, n_tokens)
+
+    def relative(self, n_tokens: int, context: int | None = None) -> float:
+        """Cost relative to a one-token forward at the same context (1.0 = as cheap as plain decoding)."""
+        return self.cost(n_tokens, context) / self.cost(1, context)
+
+    def prefill_cost(self, prompt_tokens: int) -> float:
+        """Seconds to prefill a ``prompt_tokens`` prompt; 0.0 when the profile did not measure prefill."""
+        if not self.prefill:
+            return 0.0
+        # through the origin below the first measured prompt: an empty prompt costs nothing
+        return max(0.0, _extrapolated((0, *self.contexts), (0.0, *self.prefill), prompt_tokens))
 
     @classmethod
     def flat(cls, up_to: int = 64, seconds: float = 1.0, name: str = "flat") -> "CostProfile":
@@ -53,8 +105,13 @@ class CostProfile:
 
     @classmethod
     def from_json(cls, text: str) -> "CostProfile":
+        """Read a profile; profiles saved before the context axis existed load without one."""
         data = json.loads(text)
-        return cls(tuple(data["sizes"]), tuple(data["seconds"]), data.get("model", "?"), data.get("device", "?"))
+        return cls(
+            tuple(data["sizes"]), tuple(data["seconds"]), data.get("model", "?"), data.get("device", "?"),
+            tuple(data.get("contexts", ())), tuple(tuple(row) for row in data.get("grid", ())),
+            tuple(data.get("prefill", ())),
+        )
 
     def save(self, path: str | Path) -> None:
         path = Path(path)

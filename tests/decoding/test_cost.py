@@ -34,8 +34,78 @@ def test_json_round_trip(tmp_path):
 def test_measure_and_cache_per_model_and_device(tmp_path, monkeypatch):
     monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path))
     target = tiny_llama()
-    p = cost.cost_profile(target, sizes=(1, 2, 4, 8), context=32, repeats=2)
+    p = cost.cost_profile(target, sizes=(1, 2, 4, 8), contexts=(32,), repeats=2)
     assert p.sizes == (1, 2, 4, 8) and all(s > 0 for s in p.seconds)
     assert list(p.seconds) == sorted(p.seconds)  # smoothed to be monotone
     assert cost.profile_path(target).exists()
     assert cost.cost_profile(target) == p  # second call reads the cache
+
+
+def grid_profile(prefill=(0.2, 1.0)) -> CostProfile:
+    # one token costs 1.0 at context 100 and 2.0 at 1100; four tokens 2.0 and 6.0
+    return CostProfile((1, 4), (1.0, 2.0), contexts=(100, 1100), grid=((1.0, 2.0), (2.0, 6.0)), prefill=prefill)
+
+
+def test_context_axis_interpolates_and_extrapolates():
+    p = grid_profile()
+    assert p.cost(1) == 1.0 and p.cost(4) == 2.0  # without a context: the reference row
+    assert p.cost(1, 100) == 1.0 and p.cost(1, 50) == 1.0  # flat below the first context
+    assert p.cost(4, 600) == pytest.approx(4.0) and p.cost(2, 600) == pytest.approx(0.5 * (4 / 3 + 10 / 3))
+    assert p.cost(4, 2100) == pytest.approx(10.0)  # the last slope past the last context
+    assert p.relative(4, 1100) == pytest.approx(3.0)
+    assert p.cost(300, 1100) == pytest.approx(6.0 + 296 * 4 / 3)  # the last slope past the last size
+
+
+def test_prefill_cost_is_linear_through_the_origin():
+    p = grid_profile()
+    assert p.prefill_cost(0) == 0.0 and p.prefill_cost(50) == pytest.approx(0.1)
+    assert p.prefill_cost(600) == pytest.approx(0.6) and p.prefill_cost(2100) == pytest.approx(1.8)
+    assert CostProfile((1,), (1.0,)).prefill_cost(500) == 0.0  # a profile without prefill
+
+
+def test_malformed_grids_are_refused():
+    with pytest.raises(ValueError):
+        CostProfile((1, 4), (1.0, 2.0), contexts=(100,), grid=((1.0,),))
+    with pytest.raises(ValueError):
+        CostProfile((1, 4), (1.0, 2.0), contexts=(100, 50), grid=((1.0, 2.0), (1.0, 2.0)))
+    with pytest.raises(ValueError):
+        CostProfile((1, 4), (1.0, 2.0), contexts=(100,), grid=((1.0, 2.0),), prefill=(1.0, 2.0))
+
+
+def test_grid_json_round_trip_and_old_profiles_still_load(tmp_path):
+    grid_profile().save(tmp_path / "g.json")
+    assert CostProfile.load(tmp_path / "g.json") == grid_profile()
+    old = CostProfile.from_json('{"sizes": [1, 2], "seconds": [0.5, 0.7], "model": "m", "device": "cpu"}')
+    assert old.contexts == () and old.cost(2, 5000) == 0.7
+
+
+def test_measure_a_grid_with_prefill(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path))
+    p = cost.measure_cost_profile(tiny_llama(), sizes=(1, 2, 4), contexts=(48, 16), repeats=2)
+    assert p.contexts == (16, 48) and len(p.grid) == 2 and len(p.prefill) == 2
+    grid = [list(row) for row in p.grid]
+    assert all(row == sorted(row) for row in grid)  # dearer with more tokens
+    assert all(a <= b for a, b in zip(*grid))  # and with a longer context
+    assert 0 < p.prefill[0] <= p.prefill[1]
+    assert p.seconds == p.grid[1]  # 48 is the measured context nearest the reference
+
+
+def test_an_old_cached_profile_is_measured_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path))
+    target = tiny_llama()
+    CostProfile((1, 2), (1.0, 1.0)).save(cost.profile_path(target))
+    p = cost.cost_profile(target, sizes=(1, 2), contexts=(16,), repeats=1)
+    assert p.contexts == (16,) and cost.cost_profile(target) == p
+
+
+def test_estimated_speedup_with_context_and_prefill():
+    from decoding.generate import StepRecord
+
+    p = grid_profile()
+    # 4 tokens after a 100-token prompt, in two steps that each verify 4 tokens and commit 2
+    steps = [StepRecord(100, 3, 1, 2, 0.0, 0.0), StepRecord(102, 3, 1, 2, 0.0, 0.0)]
+    plain = sum(p.cost(1, 100 + i) for i in range(4))
+    spent = p.cost(4, 100) + p.cost(4, 102)
+    assert cost.estimated_speedup(steps, p, with_prefill=False) == pytest.approx(plain / spent)
+    assert cost.estimated_speedup(steps, p) == pytest.approx((0.2 + plain) / (0.2 + spent))
+    assert cost.estimated_speedup([], p) == 0.0

@@ -52,6 +52,17 @@ def test_trace_target_times_come_from_the_profile():
     assert s.argmax.tolist() == [3, 4, 5] and s.seconds == 2.0 and s.logits is None
 
 
+def test_trace_target_costs_follow_the_context():
+    # a forward costs its context length in seconds, whatever its size
+    profile = CostProfile((1, 8), (1.0, 1.0), contexts=(1, 100), grid=((1.0, 1.0), (100.0, 100.0)))
+    t = TraceTarget([1, 2], [3, 4, 5, 6], vocab_size=10, profile=profile)
+    t.start([1, 2])
+    assert t.score([2]).seconds == 2.0  # the prompt's 2 tokens
+    t.keep(1)
+    assert t.score([3, 4]).seconds == 3.0
+    assert t.score_tree([3, 4, 9], [-1, 0, 0]).seconds == 3.0
+
+
 def test_trace_target_refuses_other_prompts_sampling_and_overruns():
     t = TraceTarget([1, 2], [3, 4], vocab_size=10)
     with pytest.raises(PLDError, match="another prompt"):
