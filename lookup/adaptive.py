@@ -51,6 +51,8 @@ PRIOR_LATER_BONUS = 0.2
 PRIOR_RANK = 0.3
 #: sibling ranks with statistics of their own; later ones share the last
 MAX_RANK = 8
+#: tokens of context between two look-ups of the cost table
+COST_REFRESH = 128
 DEFAULT_BASE = "suffix-automaton"
 #: the policy picks the length, so the default base drafts as far as its match goes
 DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None}
@@ -77,8 +79,8 @@ class AdaptiveDrafter(Drafter):
         self.max_tokens, self.prior_strength, self.decay = max_tokens, prior_strength, decay
         later = np.minimum(PRIOR_FIRST + PRIOR_LATER_BONUS, 0.9)
         self._prior = np.column_stack([PRIOR_FIRST, np.repeat(later[:, None], max_tokens - 1, axis=1)])  # [B, L]
-        # cost of a forward over k+1 tokens, k = 0..max_tokens, looked up once
-        self._cost = np.array([self.profile.cost(k + 1) for k in range(max_tokens + 1)])  # [L+1]
+        self._context = 0  # committed tokens (prompt + output)
+        self._cost_context = -1  # the context self._cost was looked up at
         self._init_counts()
 
     def _init_counts(self) -> None:
@@ -92,11 +94,33 @@ class AdaptiveDrafter(Drafter):
     # -- the Drafter interface ---------------------------------------------------------------
     def reset(self, prompt: Sequence[int]) -> None:
         self.base.reset(prompt)
+        self._context = len(prompt)
         self._init_counts()
 
     def extend(self, tokens: Sequence[int]) -> None:
         self.base.extend(tokens)
         self._committed = list(tokens)
+        self._context += len(tokens)
+
+    @property
+    def wants_top(self) -> int:  # the wrapped drafter's wish
+        return self.base.wants_top
+
+    def observe_top(self, tokens: np.ndarray, top: np.ndarray) -> None:
+        self.base.observe_top(tokens, top)
+
+    @property
+    def _cost(self) -> np.ndarray:
+        """Forward cost over k+1 tokens, k = 0..max_tokens, at about the current context.  # [L+1]
+
+        Longer contexts make multi-token forwards dearer relative to one token, so the table is
+        looked up again every COST_REFRESH tokens (never, for a profile without a context axis).
+        """
+        bucket = self._context // COST_REFRESH * COST_REFRESH if self.profile.contexts else 0
+        if bucket != self._cost_context:
+            self._cost_table = np.array([self.profile.cost(k + 1, bucket + COST_REFRESH // 2) for k in range(self.max_tokens + 1)])
+            self._cost_context = bucket
+        return self._cost_table
 
     def propose(self, budget: int) -> Draft:
         full = self.base.propose(min(budget, self.max_tokens))
@@ -179,7 +203,7 @@ class AdaptiveDrafter(Drafter):
         """The number of leading tree nodes (0..n) with the most expected tokens per second."""
         n = len(parents)
         expected = 1.0 + np.concatenate([[0.0], np.cumsum(self.node_probabilities(bucket, parents))])  # [n+1]
-        cost = self._cost[: n + 1] if n <= self.max_tokens else [self.profile.cost(m + 1) for m in range(n + 1)]
+        cost = self._cost[: n + 1] if n <= self.max_tokens else [self.profile.cost(m + 1, self._context) for m in range(n + 1)]
         return int(np.argmax(expected / cost))
 
     def _learn_tree(self, full: Draft, bucket: int) -> None:

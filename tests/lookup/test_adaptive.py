@@ -84,3 +84,18 @@ def test_propose_has_no_side_effects_on_proposals():
     d = AdaptiveDrafter(base=Scripted(range(10)))
     d.reset([1, 2])
     assert all(a.tokens.tolist() == b.tokens.tolist() for a, b in itertools.pairwise([d.propose(8) for _ in range(3)]))
+
+
+def test_long_contexts_make_multi_token_forwards_dearer_so_drafts_shrink():
+    # free to verify 32 tokens after 100 cached tokens; 6x one token after 4,000
+    profile = CostProfile((1, 33), (1.0, 1.0), contexts=(100, 4000), grid=((1.0, 1.0), (1.0, 6.0)))
+    d = AdaptiveDrafter(base=Scripted(range(20), match=8), profile=profile, max_tokens=32)
+    d.reset([1] * 50)
+    short = len(d.propose(32))
+    d.reset([1] * 4000)
+    long = len(d.propose(32))
+    assert short == 20 and long < short
+    d.extend([5] * 10)  # the table follows the context as it grows (and back after a reset)
+    assert len(d.propose(32)) == long
+    d.reset([1] * 50)
+    assert len(d.propose(32)) == short
