@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from decoding.acceptance import accept_greedy, accept_greedy_tree
-from decoding.target import Scores, Target
+from decoding.target import Scores, Target, top_ids
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.errors import PLDError
 
@@ -129,10 +129,13 @@ def generate(
     stats = Stats()
     t_start = time.perf_counter()
 
-    target.start(prompt)
+    top_k = drafter.wants_top
+    prompt_top = target.start(prompt, top_k=top_k) if top_k else target.start(prompt)
     stats.prefill_s = time.perf_counter() - t_start
     t0 = time.perf_counter()
     drafter.reset(prompt)
+    if prompt_top is not None:
+        drafter.observe_top(np.asarray(prompt[:-1], dtype=np.int64), prompt_top)
     stats.drafter_s += time.perf_counter() - t0
 
     generated: list[int] = []
@@ -147,14 +150,21 @@ def generate(
         drafter_s = time.perf_counter() - t0
         _check_draft(draft, budget, target.vocab_size, drafter)
         # -- verify and accept: one forward over the last committed token plus the draft
-        scores, path, next_token = _verify(target, accept, draft, last)
-        accepted = len(path)
-        new = [*path.tolist(), next_token]
+        scores, kept, next_token = _verify(target, accept, draft, last)
+        accepted = len(kept) - 1
+        new = [*draft.tokens[kept[1:] - 1].tolist(), next_token]
         new, stop_reason = _apply_stops(new, generated, eos, stop_strings, target)
         # -- extend
         t0 = time.perf_counter()
         drafter.extend(new)
         drafter.observe(draft, accepted)
+        if top_k and scores.logits is not None:
+            # what the target expected after every input it verified: rejected draft nodes first
+            # (on their draft path), then the committed ones, so that those win where they clash
+            inputs = np.concatenate([[last], draft.tokens])
+            committed = kept[: len(new)]
+            rows = np.concatenate([np.setdiff1d(np.arange(len(inputs)), committed), committed])
+            drafter.observe_top(inputs[rows], top_ids(scores.logits[rows], top_k))
         drafter_s += time.perf_counter() - t0
 
         generated.extend(new)
@@ -177,7 +187,8 @@ def generate(
 
 def _verify(target: Target, accept: AcceptRule, draft: Draft, last: int) -> tuple[Scores, np.ndarray, int]:
     """Score ``[last] + draft`` in one forward, apply the rule, keep the accepted inputs in the
-    target's cache. Returns (scores, accepted tokens [a], the target's next token)."""
+    target's cache. Returns (scores, the inputs kept [a+1]: 0 (``last``) then the accepted draft
+    nodes + 1, the target's next token)."""
     inputs = np.empty(len(draft) + 1, dtype=np.int64)
     inputs[0] = last
     inputs[1:] = draft.tokens
@@ -185,12 +196,12 @@ def _verify(target: Target, accept: AcceptRule, draft: Draft, last: int) -> tupl
         scores = target.score(inputs)
         accepted, next_token = accept(draft, scores)
         target.keep(1 + accepted)
-        return scores, draft.tokens[:accepted], next_token
+        return scores, np.arange(accepted + 1), next_token
     scores = target.score_tree(inputs, draft.parents)
     nodes, next_token = accept.tree(draft, scores)
-    inputs_kept = np.concatenate([[0], nodes + 1])  # input 0 is the last committed token
-    target.keep_path(inputs_kept)
-    return scores, draft.tokens[nodes], next_token
+    kept = np.concatenate([[0], nodes + 1]).astype(np.int64)  # input 0 is the last committed token
+    target.keep_path(kept)
+    return scores, kept, next_token
 
 
 def _sampling_rule(target: Target, temperature: float, top_k: int, top_p: float, seed: int | None) -> AcceptRule:

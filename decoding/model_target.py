@@ -20,7 +20,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from decoding.target import Scores, Target
+from decoding.target import Scores, Target, top_ids
 from decoding.tree import TreeLayout
 from lookup.errors import PLDError
 
@@ -55,17 +55,22 @@ class ModelTarget(Target):
         # transformers 5.x renamed `past_key_values` to `cache`; use whichever this model takes
         params = inspect.signature(model.forward).parameters
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
+        # older transformers call it num_logits_to_keep; some models take neither
+        self._last_logits_kwarg = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
         self._tree_problem: str | None = None  # why trees cannot be verified ("" = they can); None = not probed
 
     # -- the Target interface -------------------------------------------------------------
     @torch.inference_mode()
-    def start(self, prompt_ids: Sequence[int]) -> None:
+    def start(self, prompt_ids: Sequence[int], top_k: int = 0) -> np.ndarray | None:
         self._cache = DynamicCache(config=self.model.config)
         self._cached = self._pending = 0
         head = list(prompt_ids)[:-1]
-        if head:  # a one-token prompt has nothing to prefill
-            self._forward(np.asarray(head, dtype=np.int64))
-            self._cached, self._pending = len(head), 0
+        if not head:  # a one-token prompt has nothing to prefill
+            return np.zeros((0, top_k), dtype=np.int64) if top_k else None
+        # the prefill's logits are thrown away unless asked for: skip the LM head for all but one row
+        logits = self._forward(np.asarray(head, dtype=np.int64), all_logits=top_k > 0)
+        self._cached, self._pending = len(head), 0
+        return top_ids(logits, top_k) if top_k else None
 
     @torch.inference_mode()
     def score(self, tokens: np.ndarray) -> Scores:
@@ -140,8 +145,9 @@ class ModelTarget(Target):
         return self.tokenizer.decode(list(ids), skip_special_tokens=False)
 
     # -- helpers ---------------------------------------------------------------------------
-    def _forward(self, tokens: np.ndarray, tree: TreeLayout | None = None) -> torch.Tensor:
-        """Run the model over ``tokens`` ([n]) appended to the cache; returns logits [n, V].
+    def _forward(self, tokens: np.ndarray, tree: TreeLayout | None = None, all_logits: bool = True) -> torch.Tensor:
+        """Run the model over ``tokens`` ([n]) appended to the cache; returns logits [n, V]
+        (``all_logits=False``: [1, V], the last row only, where the model supports it).
 
         With ``tree``, input ``i`` sits at position ``cache + depth(i)`` and sees the cache and
         its ancestors only (a 4D additive mask); without, the inputs are a chain.
@@ -159,6 +165,7 @@ class ModelTarget(Target):
             position_ids=positions.unsqueeze(0),
             use_cache=True,
             **extra,
+            **({} if all_logits or not self._last_logits_kwarg else {self._last_logits_kwarg: 1}),
         )
         return out.logits[0].float()
 

@@ -35,6 +35,11 @@ class Scores:
     seconds: float = 0.0  # wall time of the forward (synchronised on CUDA)
 
 
+def top_ids(logits: torch.Tensor, k: int) -> np.ndarray:
+    """The ``k`` most likely ids per row of ``logits`` [n, V], most likely first.  # [n, k] int64"""
+    return logits.topk(min(k, logits.shape[-1]), dim=-1).indices.cpu().numpy().astype(np.int64)
+
+
 class Target(abc.ABC):
     """A model (or a stand-in) that verifies drafts."""
 
@@ -45,8 +50,12 @@ class Target(abc.ABC):
     max_length: int | None = None
 
     @abc.abstractmethod
-    def start(self, prompt_ids: Sequence[int]) -> None:
-        """Begin a sequence: put every prompt token but the last into the cache."""
+    def start(self, prompt_ids: Sequence[int], top_k: int = 0) -> np.ndarray | None:
+        """Begin a sequence: put every prompt token but the last into the cache.
+
+        With ``top_k > 0``, return the ``top_k`` most likely next ids after each of those tokens
+        ([P-1, top_k] int64, most likely first), or None when the target cannot tell.
+        """
 
     @abc.abstractmethod
     def score(self, tokens: np.ndarray) -> Scores:

@@ -8,7 +8,7 @@ from lookup.errors import PLDError
 from lookup.registry import UnknownDrafterError, available, create, get, register
 
 # Built-in drafters register themselves on import.
-from lookup import adaptive, baseline, suffix_automaton, unfold, voting  # noqa: E402,F401  isort: skip
+from lookup import adaptive, baseline, recycling, suffix_automaton, unfold, voting  # noqa: E402,F401  isort: skip
 
 __all__ = [
     "Draft",

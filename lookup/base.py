@@ -6,6 +6,7 @@ A drafter is one object per sequence. The decoding loop calls, in order::
     draft = drafter.propose(budget)  # no side effects
     drafter.extend(committed)        # the tokens the target accepted, plus its own next one
     drafter.observe(draft, accepted) # feedback, optional
+    drafter.observe_top(tokens, top) # the target's top-k after committed tokens; only if wants_top
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ class Drafter(abc.ABC):
 
     #: registry name, set by :func:`lookup.register`
     name: str = "?"
+    #: how many of the target's most likely next tokens, after each committed token, this drafter
+    #: wants through :meth:`observe_top` (0: none, and the loop computes none)
+    wants_top: int = 0
 
     def __init__(self) -> None:
         self.context: list[int] = []
@@ -105,6 +109,15 @@ class Drafter(abc.ABC):
 
     def observe(self, draft: Draft, accepted: int) -> None:
         """Feedback after verification: ``accepted`` nodes of ``draft`` matched the target."""
+
+    def observe_top(self, tokens: np.ndarray, top: np.ndarray) -> None:
+        """The target's ``wants_top`` most likely next ids after tokens it has just read:
+        ``top[i]`` ([c, k] int64, most likely first) follows ``tokens[i]`` ([c]) in the context
+        the target read it in. Called after :meth:`reset` with the prompt's rows (all its tokens
+        but the last), then after each :meth:`observe` with every input of the step's forward:
+        the rejected draft nodes (on their own draft path) first, the committed tokens last.
+        Only targets with logits call it (a recorded trace has none).
+        """
 
     def params(self) -> dict:
         """Parameters worth logging (JSON-serialisable)."""

@@ -45,8 +45,13 @@ class NgramTarget(Target):
         self._context: list[int] = []  # committed tokens except the last one ("the cache")
         self._pending_tokens = np.zeros(0, dtype=np.int64)  # inputs of the last score()
 
-    def start(self, prompt_ids: Sequence[int]) -> None:
+    def start(self, prompt_ids: Sequence[int], top_k: int = 0) -> np.ndarray | None:
         self._context = [int(t) for t in prompt_ids][:-1]
+        if not top_k:
+            return None
+        seq = [0, *self._context]  # the prompt's rows, as score() would give them
+        rows = np.asarray(seq[:-1], dtype=np.int64) * self.vocab_size + np.asarray(seq[1:], dtype=np.int64)
+        return self._flat[torch.from_numpy(rows)].topk(min(top_k, self.vocab_size), dim=-1).indices.numpy()
 
     def score(self, tokens: np.ndarray) -> Scores:
         seq = self._context[-1:] if self._context else [0]  # a 1-token prompt sees id 0 before it

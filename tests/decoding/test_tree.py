@@ -330,7 +330,7 @@ def test_a_target_without_trees_says_so(tiny):
     class ChainsOnly(decoding.Target):
         vocab_size, eos_token_ids, device = 64, frozenset(), torch.device("cpu")
 
-        def start(self, prompt_ids):
+        def start(self, prompt_ids, top_k=0):
             pass
 
         def score(self, tokens):

@@ -1,0 +1,172 @@
+"""The recycling drafter: its best-first tree against brute force, its learning, its sizing, and
+the loop's plumbing of the target's top-k rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sampling_toys import RandomTreeDrafter
+from toys import tiny_llama
+
+import decoding
+import lookup
+from lookup.base import Draft, Drafter
+from lookup.cost import CPU_SMOLLM2, CostProfile
+from lookup.recycling import MAX_DEPTH, RecyclingDrafter
+
+
+class Scripted(Drafter):
+    """Proposes `tokens` as a chain, whatever the context."""
+
+    name = "scripted-chain-test"
+
+    def __init__(self, tokens):
+        super().__init__()
+        self.tokens = list(tokens)
+
+    def propose(self, budget):
+        return Draft(self.tokens[:budget])
+
+
+def brute_force_probs(d: RecyclingDrafter, chain, last: int, limit: int) -> list[float]:
+    """P(node) of every node of the full candidate tree down to depth ``limit``, best first."""
+    chain_p, rank_p = d.chain_acceptance(), d.rank_acceptance()
+    out = []
+
+    def expand(token, p_node, depth, level):
+        if level == limit:
+            return
+        cands = {}
+        if 0 <= depth < len(chain):
+            cands[chain[depth]] = (chain_p[min(depth, MAX_DEPTH - 1)], depth + 1)
+        row = d._rows.get(token)
+        for rank, t in enumerate([] if row is None else row.tolist()):
+            p, nd = cands.get(t, (0.0, -1))
+            cands[t] = (1 - (1 - p) * (1 - rank_p[rank]), nd)
+        for t, (p, nd) in cands.items():
+            out.append(p_node * p)
+            expand(t, p_node * p, nd, level + 1)
+
+    expand(last, 1.0, 0, 0)
+    return sorted(out, reverse=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.dictionaries(st.integers(0, 5), st.lists(st.integers(0, 5), min_size=3, max_size=3, unique=True)),
+    chain=st.lists(st.integers(0, 5), max_size=6),
+    last=st.integers(0, 5),
+    limit=st.integers(1, 6),
+    hits=st.lists(st.floats(0, 5), min_size=3, max_size=3),
+)
+def test_best_first_takes_the_most_probable_nodes_parents_first(rows, chain, last, limit, hits):
+    d = RecyclingDrafter(base=Scripted(chain), width=3, max_nodes=limit)
+    d.reset([last])
+    d.observe_top(np.array(list(rows), dtype=np.int64), np.array(list(rows.values()), dtype=np.int64).reshape(-1, 3))
+    d._rank_trials, d._rank_hits = 5.0, np.array(hits)  # learnt rates, any
+    tokens, parents, probs = d.best_first(np.asarray(chain, dtype=np.int64), limit)
+    assert all(-1 <= p < i for i, p in enumerate(parents))  # parents first: any prefix is a tree
+    assert all(probs[i] <= (1.0 if p < 0 else probs[p]) + 1e-12 for i, p in enumerate(parents))
+    for node in range(-1, len(tokens)):  # siblings are distinct
+        kids = tokens[parents == node]
+        assert len(set(kids.tolist())) == len(kids)
+    assert probs.tolist() == pytest.approx(brute_force_probs(d, chain, last, limit)[:limit])
+
+
+def step(d: RecyclingDrafter, truth: list[int], pos: int, rows) -> int:
+    """One simulated greedy step against ``truth`` (the whole sequence); returns the new position."""
+    draft = d.propose(16)
+    kids: dict[int, list[int]] = {}
+    for i, p in enumerate(draft.parents if draft.parents is not None else range(-1, len(draft) - 1)):
+        kids.setdefault(int(p), []).append(i)
+    node, accepted = -1, 0
+    while pos + accepted < len(truth):
+        nxt = next((i for i in kids.get(node, []) if draft.tokens[i] == truth[pos + accepted]), None)
+        if nxt is None:
+            break
+        node, accepted = nxt, accepted + 1
+    new = truth[pos : pos + accepted + 1]
+    d.extend(new)
+    d.observe(draft, accepted)
+    d.observe_top(np.array([truth[pos - 1], *new[:-1]]), np.array([rows(t) for t in [truth[pos - 1], *new[:-1]]]))
+    return pos + len(new)
+
+
+def test_learns_that_the_recycled_top_token_is_right():
+    truth = [i % 50 for i in range(400)]  # each token is followed by its successor
+    d = RecyclingDrafter(base=None, width=2, max_nodes=16)
+    d.reset(truth[:1])
+    pos = 1
+    while pos < 300:
+        pos = step(d, truth, pos, lambda t: [(t + 1) % 50, (t + 7) % 50])
+    assert d.rank_acceptance()[0] > 0.9 and d.rank_acceptance()[1] < 0.1
+    draft = d.propose(16)
+    assert draft.tokens[:10].tolist() == truth[pos : pos + 10]  # the top chain, first
+
+
+def test_learns_that_the_lookup_chain_is_wrong_and_stops_sending_it():
+    truth = list(range(300))
+    d = RecyclingDrafter(base=Scripted([999] * 8), width=1, max_nodes=16, profile=CPU_SMOLLM2)
+    d.reset(truth[:1])
+    pos, sent = 1, []
+    while pos < 100:
+        sent.append(len(d.propose(16)))
+        pos = step(d, truth, pos, lambda t: [t + 2])  # rows are always wrong too
+    assert sent[0] > 0 and sent[-10:] == [0] * 10
+    assert d.chain_acceptance()[0] < 0.1
+
+
+def test_a_flat_profile_sends_the_whole_budget_and_a_cpu_one_trims():
+    d = RecyclingDrafter(base=Scripted(range(40)), max_nodes=32, profile=CostProfile.flat(64))
+    d.reset([1])
+    d.observe_top(np.arange(64), np.tile(np.arange(8), (64, 1)))
+    assert len(d.propose(32)) == 32
+    cpu = RecyclingDrafter(base=Scripted(range(40)), max_nodes=32, profile=CPU_SMOLLM2)
+    cpu.reset([1])
+    cpu.observe_top(np.arange(64), np.tile(np.arange(8), (64, 1)))
+    assert 0 < len(cpu.propose(32)) < 32
+
+
+def test_bad_parameters_are_refused():
+    with pytest.raises(ValueError):
+        RecyclingDrafter(max_nodes=0)
+    with pytest.raises(ValueError):
+        RecyclingDrafter(decay=0.0)
+
+
+class TopRecorder(RandomTreeDrafter):
+    """Random trees (so accepted paths leave the first branch), recording every observe_top."""
+
+    wants_top = 3
+
+    def reset(self, prompt):
+        super().reset(prompt)
+        self.calls = []
+
+    def observe_top(self, tokens, top):
+        self.calls.append((np.asarray(tokens).tolist(), np.asarray(top).tolist()))
+
+
+def test_the_loop_hands_the_drafter_the_top_rows_of_every_verified_token():
+    target = tiny_llama(vocab_size=32, seed=4)
+    prompt = [3, 7, 1, 3, 7, 1, 9, 3, 7]
+    truth = prompt + decoding.generate(target, prompt, lookup.create("none"), 30).tokens
+    d = TopRecorder(32, nodes=6, truth=truth, hit=0.7, seed=1)
+    out = decoding.generate(target, prompt, d, 30)
+    assert out.stats.accepted > 5  # trees were accepted, deep paths included
+    seq = prompt + out.tokens
+    with torch.no_grad():  # teacher forcing: every position's top-3 in one forward
+        logits = target.model(torch.tensor([seq])).logits[0]
+    expected = logits.topk(3, dim=-1).indices[: len(seq) - 1].tolist()  # the last token is never verified
+    prompt_call, *step_calls = d.calls
+    assert len(step_calls) == out.stats.forwards
+    tokens, top = list(prompt_call[0]), list(prompt_call[1])
+    for (call_tokens, call_top), s in zip(step_calls, out.stats.steps):
+        assert len(call_tokens) == s.drafted + 1  # every input of the forward
+        tokens += call_tokens[len(call_tokens) - s.committed :]  # the committed ones come last
+        top += call_top[len(call_top) - s.committed :]
+    assert tokens == seq[:-1]
+    assert top == expected
