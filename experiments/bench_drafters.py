@@ -347,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
 
     sizes = [parse_size(s) for s in ("1k,8k,32k" if args.quick else args.sizes).split(",")]
     seconds, max_steps = (0.1, 200) if args.quick else (0.6, 2000)
-    methods = args.drafters.split(",") if args.drafters else lookup.available()
+    # drafters that read the target's logits get none here: their propose would be a lookup alone
+    methods = args.drafters.split(",") if args.drafters else [n for n in lookup.available() if lookup.replayable(n)]
     extra = CHUNK * max_steps + 16
     data = {"random": random_tokens(max(sizes) + extra)}
     data["text"], tokenizer = text_tokens(max(sizes) + extra)

@@ -242,11 +242,13 @@ def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, n
                   landlock: bool = True, say=print) -> list[dict]:
     """Every built-in drafter through the same sandbox, recorded as a baseline (missing ones only,
     unless ``rerun``)."""
+    import lookup
     from experiments.sandbox import Submission
 
     have = {e["name"] for e in board.entries(info["hash"]) if e.get("kind") == "baseline"}
     done = []
-    for name in names or _builtin_names():
+    # the board replays traces, which cannot serve drafters that read the target's logits
+    for name in names or [n for n in _builtin_names() if lookup.replayable(n)]:
         if name in have and not rerun:
             continue
         entry = run_submission(board, Submission.builtin(name), sets, info, "baseline", limits, landlock)
@@ -258,6 +260,7 @@ def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, n
 def run_examples(board: Board, sets, info: dict, limits, rerun: bool = False, landlock: bool = True,
                  say=print) -> list[dict]:
     """The example submissions in experiments/submissions/ (each file under its own name)."""
+    import lookup
     from experiments.sandbox import Submission
 
     have = {e["name"]: e for e in board.entries(info["hash"]) if e.get("kind") == "submission"}

@@ -16,9 +16,10 @@ from lookup.errors import PLDError
 
 
 def default_specs() -> list[str]:
+    """Every registered drafter a trace can replay (not those that read the target's logits)."""
     import lookup
 
-    return lookup.available()
+    return [name for name in lookup.available() if lookup.replayable(name)]
 
 
 def replay_rows(sets: Sequence[TraceSet], specs: Sequence[str] | None = None, profile: CostProfile | None = None,
@@ -28,6 +29,10 @@ def replay_rows(sets: Sequence[TraceSet], specs: Sequence[str] | None = None, pr
     bad = [m.spec for m in methods if not isinstance(m, DrafterMethod)]
     if bad:
         raise PLDError(f"replay runs drafters only, not {', '.join(bad)}")
+    reads_logits = [m.spec for m in methods if m.make(None).wants_top]
+    if reads_logits:
+        raise PLDError(f"{', '.join(reads_logits)} read the target's top-k, which traces do not hold: "
+                       "compare them live (without --replay)")
     rows = []
     total = len(methods) * sum(len(s.cases) for s in sets)
     with tqdm(total=total, desc="replay", unit="case", disable=not progress) as bar:

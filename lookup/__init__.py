@@ -5,7 +5,7 @@ Importing this package registers the built-in drafters.
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.errors import PLDError
-from lookup.registry import UnknownDrafterError, available, create, get, register
+from lookup.registry import UnknownDrafterError, available, create, get, register, replayable
 
 # Built-in drafters register themselves on import.
 from lookup import adaptive, baseline, recycling, suffix_automaton, unfold, voting  # noqa: E402,F401  isort: skip
@@ -20,4 +20,5 @@ __all__ = [
     "create",
     "get",
     "register",
+    "replayable",
 ]

@@ -52,6 +52,8 @@ MAX_DEPTH = 64
 class RecyclingDrafter(Drafter):
     """Lookup chain + recycled top-k of the target, as one best-first token tree."""
 
+    wants_top = 8  # the default width; instances want their own
+
     def __init__(
         self,
         base: str | Drafter | None = "suffix-automaton",

@@ -78,3 +78,9 @@ def create(name: str, **params) -> Drafter:
         return cls(**params)
     except TypeError as exc:
         raise TypeError(f"drafter {name!r}: {exc}") from None
+
+
+def replayable(name: str) -> bool:
+    """Whether a recorded greedy trace can stand in for the target with this drafter: not for
+    drafters that read the target's top-k (``wants_top``), since a trace holds argmaxes only."""
+    return get(name).wants_top == 0

@@ -92,3 +92,12 @@ def test_trace_files_append_and_survive_a_cut_tail(tmp_path):
     assert [c.case for c in read_cases(path)] == ["a"]
     with gzip.open(path, "rt") as f:  # noqa: F841 - the file is still a readable gzip prefix
         pass
+
+
+def test_replay_leaves_out_drafters_that_read_the_targets_logits():
+    from experiments.replay import default_specs, replay_rows
+
+    assert "recycling" not in default_specs() and "suffix-automaton" in default_specs()
+    assert not lookup.replayable("recycling") and lookup.replayable("voting")
+    with pytest.raises(PLDError, match="recycling read the target's top-k"):
+        replay_rows([], ["recycling"], progress=False)
