@@ -83,23 +83,32 @@ def cost_profile(target: ModelTarget, remeasure: bool = False, **kwargs) -> Cost
     return profile
 
 
-def estimated_speedup(steps, profile: CostProfile, with_prefill: bool = True) -> float:
-    """Speedup over plain decoding predicted by ``profile`` for a run's per-step records.
+def estimated_times(steps, profile: CostProfile, with_prefill: bool = True) -> tuple[float, float]:
+    """(plain decoding's seconds, the run's seconds) for a run's per-step records, under ``profile``.
 
     Plain decoding of the same tokens costs one one-token forward per token, at contexts
     P, P+1, ... (P = the prompt's length, ``steps[0].context``); the run costs, per step, a
     forward over its verified tokens at its context plus the drafter's time. Both pay the same
-    prefill, which ``with_prefill`` adds to each side (it is what a wall-clock measurement sees;
-    leave it out to rate the decoding phase alone). Without a context axis or prefill in the
-    profile this is the plain ``tokens x cost(1) / sum(cost(verified) + drafter seconds)``.
-    The result is what the run would gain on the machine the profile was measured on, free of
-    this machine's noise.
+    prefill, which ``with_prefill`` adds to each (it is what a wall-clock measurement sees;
+    leave it out to rate the decoding phase alone).
     """
     if not steps:
-        return 0.0
+        return 0.0, 0.0
     start = steps[0].context
     tokens = sum(s.committed for s in steps)
     plain = sum(profile.cost(1, start + i) for i in range(tokens))
     spent = sum(profile.cost(s.drafted + 1, s.context) + s.drafter_s for s in steps)
     fixed = profile.prefill_cost(start) if with_prefill else 0.0
-    return (fixed + plain) / (fixed + spent) if spent else 0.0
+    return fixed + plain, fixed + spent
+
+
+def estimated_speedup(steps, profile: CostProfile, with_prefill: bool = True) -> float:
+    """Speedup over plain decoding predicted by ``profile``: the ratio of :func:`estimated_times`.
+
+    Without a context axis or prefill in the profile this is the plain
+    ``tokens x cost(1) / sum over steps of (cost(verified) + drafter seconds)``. The result is
+    what the run would gain on the machine the profile was measured on, free of this machine's
+    noise.
+    """
+    plain, spent = estimated_times(steps, profile, with_prefill)
+    return plain / spent if spent else 0.0

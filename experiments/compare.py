@@ -74,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
 
     mode = resolve_mode(args.wandb)  # before any work: a bad value is a one-line error
     methods = parse_list(args.drafters) if args.drafters else default_methods()
+    if args.replay and not args.drafters:  # traces cannot serve drafters that read the target's logits
+        import lookup
+
+        methods = [m for m in methods if m not in lookup.available() or lookup.replayable(m)]
     if args.replay:
         from experiments.replay import ReplayComparison
 

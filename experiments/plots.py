@@ -90,20 +90,20 @@ def speedup_of(rows: Sequence[dict]) -> float | None:
 def est_speedup_of(rows: Sequence[dict]) -> float | None:
     """Estimated speedup pooled the same way as ``speedup_of``: estimated total times, in ratio.
 
-    Estimated times are not in the rows, only est_speedup = T_ref / T_method per prompt. The
-    reference decodes one token per forward, so its estimated time is proportional to the tokens
-    it generates (= new_tokens, greedy being lossless). Hence
-    sum(T_ref) / sum(T_method) = sum(n) / sum(n / est_speedup): the token-weighted harmonic mean.
-    Rows without est_speedup are left out; None when none has it.
+    Rows carry the estimated times of plain decoding and of the run (``est_plain_s``,
+    ``est_run_s``), so the pool is sum(plain) / sum(run). Older rows carry est_speedup alone;
+    for them plain time is taken as proportional to the tokens generated (no prefill, one
+    cost per token), which makes the pool the token-weighted harmonic mean of est_speedup (used
+    for all rows unless every row has the times).
+    Rows without an estimate are left out; None when none has one.
     """
-    tokens = time = 0.0
-    for r in rows:
-        e, n = _num(r.get("est_speedup")), _num(r.get("new_tokens"))
-        if e is None or e <= 0 or not n or n <= 0:
-            continue
-        tokens += n
-        time += n / e
-    return tokens / time if time > 0 else None
+    rows = [r for r in rows if (_num(r.get("est_speedup")) or 0) > 0 and (_num(r.get("new_tokens")) or 0) > 0]
+    if rows and all(_num(r.get("est_run_s")) for r in rows):
+        plain, spent = sum(_num(r.get("est_plain_s")) or 0.0 for r in rows), sum(_num(r["est_run_s"]) for r in rows)
+    else:  # mixed or older rows: one unit for all of them
+        plain = sum(_num(r["new_tokens"]) for r in rows)
+        spent = sum(_num(r["new_tokens"]) / _num(r["est_speedup"]) for r in rows)
+    return plain / spent if spent > 0 else None
 
 
 def summarize(rows: Sequence[dict]) -> dict:

@@ -8,7 +8,7 @@ from typing import Sequence
 
 from tqdm import tqdm
 
-from decoding.cost import estimated_speedup
+from decoding.cost import estimated_speedup, estimated_times
 from experiments.methods import DrafterMethod, parse_method
 from experiments.traces import TraceSet, replay_case
 from lookup.cost import CostProfile
@@ -48,6 +48,7 @@ def replay_rows(sets: Sequence[TraceSet], specs: Sequence[str] | None = None, pr
                         "case": case.case, "category": case.category, "turn": case.turn, "method": method.spec,
                         "params": method.params(), "new_tokens": s.new_tokens, "forwards": s.forwards, "tau": s.tau,
                         "drafted": s.drafted, "accepted": s.accepted,
+                        **dict(zip(("est_plain_s", "est_run_s"), estimated_times(s.steps, cost))),
                         "est_speedup": estimated_speedup(s.steps, cost),
                         "drafter_us_per_step": 1e6 * s.drafter_s / max(s.forwards, 1),
                         "replay_s": wall, "prompt_tokens": len(case.prompt),

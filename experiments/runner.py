@@ -10,7 +10,7 @@ from typing import Callable, Iterator, Sequence
 from tqdm import tqdm
 
 import decoding
-from decoding.cost import cost_profile, estimated_speedup
+from decoding.cost import cost_profile, estimated_times
 from decoding.lossless import compare_outputs
 from experiments import tasks as task_suites
 from experiments.methods import Method, Run, Sampling, parse_method
@@ -157,12 +157,19 @@ class Comparison:
             # throughput ratio: equal to the wall-time ratio when outputs match (greedy), and still
             # fair when sampled outputs differ in length from the reference's
             "speedup": (run.new_tokens / run.wall_s) / (ref["new_tokens"] / ref["wall_s"]) if ref is not None else 1.0,
-            "est_speedup": estimated_speedup(run.steps, self.profile) if run.steps and self.profile else None,
+            **self._estimates(run),
             "identical": identical, "mismatch": mismatch,
             "accepted_lengths": run.accepted_lengths, "drafted_lengths": run.drafted_lengths,
             "contexts": run.contexts, "tokens": run.tokens,
             "config": self.config, "git_sha": git_sha(), "versions": versions(), "time": time.time(),
         }
+
+    def _estimates(self, run: Run) -> dict:
+        """The estimated speedup, and the estimated times behind it (tables pool those)."""
+        if not run.steps or self.profile is None:
+            return {"est_speedup": None}
+        plain, spent = estimated_times(run.steps, self.profile)
+        return {"est_speedup": plain / spent if spent else None, "est_plain_s": plain, "est_run_s": spent}
 
     # -- reporting -----------------------------------------------------------------------------
     def report(self) -> str:

@@ -77,6 +77,7 @@ class AdaptiveDrafter(Drafter):
         self.base = create(base, **base_params) if isinstance(base, str) else base
         self.profile = CostProfile.load(profile) if isinstance(profile, str) else (profile or CPU_SMOLLM2)
         self.max_tokens, self.prior_strength, self.decay = max_tokens, prior_strength, decay
+        self.wants_top = self.base.wants_top  # the wrapped drafter's wish
         later = np.minimum(PRIOR_FIRST + PRIOR_LATER_BONUS, 0.9)
         self._prior = np.column_stack([PRIOR_FIRST, np.repeat(later[:, None], max_tokens - 1, axis=1)])  # [B, L]
         self._context = 0  # committed tokens (prompt + output)
@@ -101,10 +102,6 @@ class AdaptiveDrafter(Drafter):
         self.base.extend(tokens)
         self._committed = list(tokens)
         self._context += len(tokens)
-
-    @property
-    def wants_top(self) -> int:  # the wrapped drafter's wish
-        return self.base.wants_top
 
     def observe_top(self, tokens: np.ndarray, top: np.ndarray) -> None:
         self.base.observe_top(tokens, top)

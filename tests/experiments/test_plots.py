@@ -142,3 +142,15 @@ def test_context_bins_cover_every_step():
         edges = plots.context_bins(ctx)
         assert edges[0] <= max(ctx.min(), 1) and edges[-1] > ctx.max()
         assert 2 <= len(edges) <= 13 and np.all(np.diff(edges) > 0)
+
+
+def test_estimated_times_pool_when_every_row_has_them():
+    rows = [  # plain decoding: 3 s + 1 s estimated; the run: 1 s + 1 s -> 2.0 (not the token-weighted 1.2)
+        {"method": "m", "category": "c", "case": "c/0", "turn": 1, "new_tokens": 10, "est_speedup": 3.0,
+         "est_plain_s": 3.0, "est_run_s": 1.0},
+        {"method": "m", "category": "c", "case": "c/1", "turn": 1, "new_tokens": 40, "est_speedup": 1.0,
+         "est_plain_s": 1.0, "est_run_s": 1.0},
+    ]
+    assert plots.est_speedup_of(rows) == pytest.approx(2.0)
+    del rows[1]["est_run_s"]  # one older row: every row falls back to the token-weighted pool
+    assert plots.est_speedup_of(rows) == pytest.approx(50 / (10 / 3 + 40 / 1))

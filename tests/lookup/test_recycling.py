@@ -170,3 +170,14 @@ def test_the_loop_hands_the_drafter_the_top_rows_of_every_verified_token():
         top += call_top[len(call_top) - s.committed :]
     assert tokens == seq[:-1]
     assert top == expected
+
+
+def test_adaptive_passes_the_rows_to_a_wrapped_drafter_that_wants_them():
+    import lookup
+
+    wrapped = lookup.create("adaptive", base="recycling")
+    assert wrapped.wants_top == 8 and lookup.create("adaptive").wants_top == 0
+    assert lookup.replayable("adaptive") and not lookup.replayable("recycling")
+    wrapped.reset([1, 2])
+    wrapped.observe_top(np.array([1]), np.array([[2, 3, 4, 5, 6, 7, 8, 9]]))
+    assert wrapped.base._rows[1].tolist() == [2, 3, 4, 5, 6, 7, 8, 9]
