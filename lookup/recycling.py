@@ -213,6 +213,11 @@ class RecyclingDrafter(Drafter):
             n += 1
         return draft.tokens[:n]
 
+    def match_length(self) -> int:
+        """The lookup drafter's current match length (0 without one), for wrappers like ``adaptive``."""
+        match_length = getattr(self.base, "match_length", None)
+        return int(match_length()) if callable(match_length) else 0
+
     def _cost_aware_size(self, probs: np.ndarray) -> int:
         """How many leading nodes to send: the most expected committed tokens per second."""
         expected = 1.0 + np.concatenate([[0.0], np.cumsum(probs)])  # [n+1]
