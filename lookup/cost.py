@@ -125,11 +125,20 @@ class CostProfile:
         return cls.from_json(Path(path).read_text())
 
 
-#: The embedded SmolLM2-135M on a 2-core CPU (fp32, ~600-token cache), measured on our dev
-#: machine: a sensible default before a profile of the user's own target exists.
+#: The embedded SmolLM2-135M on a 2-core CPU (fp32), measured on our dev machine with
+#: ``python experiments/traces.py profile --remeasure`` (2026-11-29): a sensible default before
+#: a profile of the user's own target exists.
 CPU_SMOLLM2 = CostProfile(
-    sizes=(1, 2, 4, 8, 11, 16, 32, 64),
-    seconds=(0.061, 0.100, 0.091, 0.095, 0.124, 0.123, 0.156, 0.25),
+    sizes=(1, 2, 3, 4, 6, 8, 10, 12, 16, 24, 32, 48, 64),
+    seconds=(0.0346, 0.0400, 0.0431, 0.0557, 0.0591, 0.0668, 0.0741, 0.0773, 0.0773, 0.0779, 0.0864, 0.1048, 0.1241),
     model="SmolLM2-135M-Instruct (reference)",
     device="cpu (2 cores)",
+    contexts=(128, 512, 1024, 2048),
+    grid=(
+        (0.0316, 0.0343, 0.0360, 0.0492, 0.0531, 0.0594, 0.0661, 0.0705, 0.0705, 0.0711, 0.0762, 0.0921, 0.1106),
+        (0.0346, 0.0400, 0.0431, 0.0557, 0.0591, 0.0668, 0.0741, 0.0773, 0.0773, 0.0779, 0.0864, 0.1048, 0.1241),
+        (0.0388, 0.0476, 0.0499, 0.0631, 0.0673, 0.0740, 0.0849, 0.0867, 0.0867, 0.0912, 0.0987, 0.1187, 0.1416),
+        (0.0467, 0.0606, 0.0634, 0.0760, 0.0808, 0.0901, 0.0987, 0.1029, 0.1029, 0.1084, 0.1247, 0.1439, 0.1735),
+    ),
+    prefill=(0.1262, 0.4385, 0.8490, 2.0200),
 )

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lookup.adaptive import AdaptiveDrafter
+from lookup.adaptive import COST_REFRESH, AdaptiveDrafter
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
 
@@ -48,7 +48,8 @@ def test_best_length_maximises_expected_tokens_per_second(acc):
     k = d.best_length(0, len(acc))
 
     def rate(n):
-        return (1 + sum(np.prod(acc[: i + 1]) for i in range(n))) / CPU_SMOLLM2.cost(n + 1)
+        # a fresh drafter (no context yet) prices forwards in its first context bucket
+        return (1 + sum(np.prod(acc[: i + 1]) for i in range(n))) / CPU_SMOLLM2.cost(n + 1, COST_REFRESH // 2)
 
     assert rate(k) == pytest.approx(max(rate(n) for n in range(len(acc) + 1)))
 
@@ -57,8 +58,9 @@ def test_stops_drafting_when_drafts_are_wrong_and_resumes_when_right():
     base = Scripted([7] * 10)
     d = AdaptiveDrafter(base=base, profile=CPU_SMOLLM2)
     d.reset([1, 2, 3])
-    sent = [step(d, [9] * 11) for _ in range(20)]  # the target never says 7
-    assert sent[0] > 0 and sum(n > 0 for n in sent) <= 8 and sent[-5:] == [0] * 5
+    sent = [step(d, [9] * 11) for _ in range(40)]  # the target never says 7
+    # a second token costs only ~1.1x one on this CPU, so a small chance keeps it worth a while
+    assert sent[0] > 0 and sum(n > 0 for n in sent) <= 25 and sent[-10:] == [0] * 10
     sent = [step(d, [7] * 11) for _ in range(30)]  # now it always does: learnt through the free check
     assert sent[:5].count(0) < 5 and sent[-1] >= 8
 
