@@ -307,7 +307,7 @@ def test_replay_equals_live(tiny, reference, make):
     replay = decoding.generate(trace, PROMPT, make(), 60)
     assert replay.tokens == live.tokens == reference
     assert [(r.drafted, r.accepted) for r in replay.stats.steps] == [(r.drafted, r.accepted) for r in live.stats.steps]
-    assert replay.stats.forward_s == pytest.approx(sum(trace.profile.cost(r.drafted + 1) for r in replay.stats.steps))
+    assert replay.stats.forward_s == pytest.approx(sum(trace.profile.cost(r.drafted + 1, r.context) for r in replay.stats.steps))
 
 
 def test_replay_of_random_trees(tiny, reference):
