@@ -16,6 +16,8 @@ DEFAULT_SIZES = (1, 2, 3, 4, 6, 8, 10, 12, 16, 24, 32, 48, 64)
 DEFAULT_CONTEXTS = (128, 512, 1024, 2048)
 #: the profile's one-dimensional ``seconds`` is the row of the measured context nearest this
 REFERENCE_CONTEXT = 512
+#: top ids per row when timing a prefill for drafters that read rows (the recycling default)
+ROWS_TOP_K = 8
 
 
 def profile_path(target: ModelTarget):
@@ -44,6 +46,7 @@ def measure_cost_profile(
         steps = tqdm(steps, desc="cost profile", unit="round")
     times = {(c, n): [] for c in contexts for n in sizes}
     prefill = {c: [] for c in contexts}
+    prefill_rows = {c: [] for c in contexts}
     target.start(rng.integers(10, target.vocab_size, 16).tolist())  # the very first forward pays for allocation
     for c, r in steps:
         if r < 2:  # two prefills per context; the first of the two is usually the slower one
@@ -53,6 +56,10 @@ def measure_cost_profile(
             target.start(prompt)  # prefills prompt[:-1]: c tokens
             synchronize(target.device)
             prefill[c].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            target.start(prompt, top_k=ROWS_TOP_K)  # the same, for a drafter that reads every row
+            synchronize(target.device)
+            prefill_rows[c].append(time.perf_counter() - t0)
         for n in sizes:
             scores = target.score(rng.integers(10, target.vocab_size, n))
             target.keep(0)
@@ -61,10 +68,12 @@ def measure_cost_profile(
     grid = np.array([[min(times[c, n]) for n in sizes] for c in contexts])  # [c, m]
     grid = np.maximum.accumulate(np.maximum.accumulate(grid, axis=1), axis=0)
     pre = np.maximum.accumulate([min(prefill[c]) for c in contexts])
+    pre_rows = np.maximum(np.maximum.accumulate([min(prefill_rows[c]) for c in contexts]), pre)
     reference = grid[int(np.argmin([abs(c - REFERENCE_CONTEXT) for c in contexts]))]
     return CostProfile(
         tuple(sizes), tuple(reference.tolist()), model=target.name, device=str(target.device), contexts=contexts,
         grid=tuple(tuple(row) for row in grid.tolist()), prefill=tuple(pre.tolist()),
+        prefill_rows=tuple(pre_rows.tolist()),
     )
 
 
@@ -83,14 +92,16 @@ def cost_profile(target: ModelTarget, remeasure: bool = False, **kwargs) -> Cost
     return profile
 
 
-def estimated_times(steps, profile: CostProfile, with_prefill: bool = True) -> tuple[float, float]:
+def estimated_times(steps, profile: CostProfile, with_prefill: bool = True,
+                    prefill_rows: bool = False) -> tuple[float, float]:
     """(plain decoding's seconds, the run's seconds) for a run's per-step records, under ``profile``.
 
     Plain decoding of the same tokens costs one one-token forward per token, at contexts
     P, P+1, ... (P = the prompt's length, ``steps[0].context``); the run costs, per step, a
     forward over its verified tokens at its context plus the drafter's time. Both pay the same
     prefill, which ``with_prefill`` adds to each (it is what a wall-clock measurement sees;
-    leave it out to rate the decoding phase alone).
+    leave it out to rate the decoding phase alone). With ``prefill_rows`` (the run's drafter read
+    the target's top-k) the run's prefill is the dearer one that computes every prompt row.
     """
     if not steps:
         return 0.0, 0.0
@@ -98,8 +109,9 @@ def estimated_times(steps, profile: CostProfile, with_prefill: bool = True) -> t
     tokens = sum(s.committed for s in steps)
     plain = sum(profile.cost(1, start + i) for i in range(tokens))
     spent = sum(profile.cost(s.drafted + 1, s.context) + s.drafter_s for s in steps)
-    fixed = profile.prefill_cost(start) if with_prefill else 0.0
-    return fixed + plain, fixed + spent
+    if not with_prefill:
+        return plain, spent
+    return profile.prefill_cost(start) + plain, profile.prefill_cost(start, rows=prefill_rows) + spent
 
 
 def estimated_speedup(steps, profile: CostProfile, with_prefill: bool = True) -> float:

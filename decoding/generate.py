@@ -48,6 +48,7 @@ class Stats:
     drafter_s: float = 0.0
     forward_s: float = 0.0
     prefill_s: float = 0.0
+    top_rows: int = 0  # top ids per read token handed to the drafter (0: none; the prefill then skips the LM head)
     wall_s: float = 0.0
     steps: list[StepRecord] = field(default_factory=list)
 
@@ -129,8 +130,9 @@ def generate(
     stats = Stats()
     t_start = time.perf_counter()
 
-    top_k = drafter.wants_top
-    prompt_top = target.start(prompt, top_k=top_k) if top_k else target.start(prompt)
+    # (not the sampling top_k: how many of the target's top ids per token the drafter reads)
+    rows_k = stats.top_rows = drafter.wants_top
+    prompt_top = target.start(prompt, top_k=rows_k) if rows_k else target.start(prompt)
     stats.prefill_s = time.perf_counter() - t_start
     t0 = time.perf_counter()
     drafter.reset(prompt)
@@ -158,13 +160,13 @@ def generate(
         t0 = time.perf_counter()
         drafter.extend(new)
         drafter.observe(draft, accepted)
-        if top_k and scores.logits is not None:
+        if rows_k and scores.logits is not None:
             # what the target expected after every input it verified: rejected draft nodes first
             # (on their draft path), then the committed ones, so that those win where they clash
             inputs = np.concatenate([[last], draft.tokens])
             committed = kept[: len(new)]
             rows = np.concatenate([np.setdiff1d(np.arange(len(inputs)), committed), committed])
-            drafter.observe_top(inputs[rows], top_ids(scores.logits[rows], top_k))
+            drafter.observe_top(inputs[rows], top_ids(scores.logits[rows], rows_k))
         drafter_s += time.perf_counter() - t0
 
         generated.extend(new)

@@ -56,6 +56,7 @@ class Run:
     contexts: list[int] = field(default_factory=list)  # context length per step
     drafted_lengths: list[int] = field(default_factory=list)  # per step
     steps: list = field(default_factory=list)  # decoding.StepRecord per step (our loop only)
+    top_rows: int = 0  # top ids per token the drafter read from the target (0: none)
 
     @property
     def new_tokens(self) -> int:
@@ -130,7 +131,7 @@ class DrafterMethod(Method):
             tokens=out.tokens, wall_s=s.wall_s, forwards=s.forwards, drafted=s.drafted, accepted=s.accepted,
             drafter_s=s.drafter_s, forward_s=s.forward_s,
             accepted_lengths=[r.accepted for r in s.steps], contexts=[r.context for r in s.steps],
-            drafted_lengths=[r.drafted for r in s.steps], steps=s.steps,
+            drafted_lengths=[r.drafted for r in s.steps], steps=s.steps, top_rows=s.top_rows,
         )
 
     def params(self) -> dict:

@@ -168,7 +168,7 @@ class Comparison:
         """The estimated speedup, and the estimated times behind it (tables pool those)."""
         if not run.steps or self.profile is None:
             return {"est_speedup": None}
-        plain, spent = estimated_times(run.steps, self.profile)
+        plain, spent = estimated_times(run.steps, self.profile, prefill_rows=run.top_rows > 0)
         return {"est_speedup": plain / spent if spent else None, "est_plain_s": plain, "est_run_s": spent}
 
     # -- reporting -----------------------------------------------------------------------------

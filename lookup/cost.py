@@ -46,6 +46,7 @@ class CostProfile:
     contexts: tuple[int, ...] = ()  # [c] ascending cache lengths of the grid (empty: no context axis)
     grid: tuple[tuple[float, ...], ...] = ()  # [c][m] forward time by context and size
     prefill: tuple[float, ...] = ()  # [c] time to prefill a prompt of contexts[i] tokens
+    prefill_rows: tuple[float, ...] = ()  # [c] the same, with every row's logits and top-k (for drafters that read them)
 
     def __post_init__(self) -> None:
         if len(self.sizes) != len(self.seconds) or not self.sizes:
@@ -56,8 +57,8 @@ class CostProfile:
             raise ValueError(f"contexts must be ascending, got {self.contexts}")
         if len(self.grid) != len(self.contexts) or any(len(row) != len(self.sizes) for row in self.grid):
             raise ValueError("the grid needs one row per context and one time per size in each row")
-        if self.prefill and len(self.prefill) != len(self.contexts):
-            raise ValueError("prefill needs one time per context")
+        if any(times and len(times) != len(self.contexts) for times in (self.prefill, self.prefill_rows)):
+            raise ValueError("prefill times need one time per context")
         sizes = np.arange(TABLE_SIZE)
         object.__setattr__(self, "_table", np.interp(sizes, self.sizes, self.seconds))  # [TABLE_SIZE]
         rows = np.array([np.interp(sizes, self.sizes, row) for row in self.grid]).reshape(len(self.grid), TABLE_SIZE)
@@ -88,12 +89,14 @@ class CostProfile:
         """Cost relative to a one-token forward at the same context (1.0 = as cheap as plain decoding)."""
         return self.cost(n_tokens, context) / self.cost(1, context)
 
-    def prefill_cost(self, prompt_tokens: int) -> float:
-        """Seconds to prefill a ``prompt_tokens`` prompt; 0.0 when the profile did not measure prefill."""
-        if not self.prefill:
+    def prefill_cost(self, prompt_tokens: int, rows: bool = False) -> float:
+        """Seconds to prefill a ``prompt_tokens`` prompt (``rows``: with every row's top-k, as for a
+        drafter that reads them, when measured); 0.0 when the profile did not measure prefill."""
+        times = self.prefill_rows if rows and self.prefill_rows else self.prefill
+        if not times:
             return 0.0
         # through the origin below the first measured prompt: an empty prompt costs nothing
-        return max(0.0, _extrapolated((0, *self.contexts), (0.0, *self.prefill), prompt_tokens))
+        return max(0.0, _extrapolated((0, *self.contexts), (0.0, *times), prompt_tokens))
 
     @classmethod
     def flat(cls, up_to: int = 64, seconds: float = 1.0, name: str = "flat") -> "CostProfile":
@@ -110,7 +113,7 @@ class CostProfile:
         return cls(
             tuple(data["sizes"]), tuple(data["seconds"]), data.get("model", "?"), data.get("device", "?"),
             tuple(data.get("contexts", ())), tuple(tuple(row) for row in data.get("grid", ())),
-            tuple(data.get("prefill", ())),
+            tuple(data.get("prefill", ())), tuple(data.get("prefill_rows", ())),
         )
 
     def save(self, path: str | Path) -> None:
@@ -141,4 +144,5 @@ CPU_SMOLLM2 = CostProfile(
         (0.0467, 0.0606, 0.0634, 0.0760, 0.0808, 0.0901, 0.0987, 0.1029, 0.1029, 0.1084, 0.1247, 0.1439, 0.1735),
     ),
     prefill=(0.1262, 0.4385, 0.8490, 2.0200),
+    prefill_rows=(0.1985, 0.6727, 1.2447, 3.2432),
 )

@@ -43,7 +43,8 @@ def test_measure_and_cache_per_model_and_device(tmp_path, monkeypatch):
 
 def grid_profile(prefill=(0.2, 1.0)) -> CostProfile:
     # one token costs 1.0 at context 100 and 2.0 at 1100; four tokens 2.0 and 6.0
-    return CostProfile((1, 4), (1.0, 2.0), contexts=(100, 1100), grid=((1.0, 2.0), (2.0, 6.0)), prefill=prefill)
+    return CostProfile((1, 4), (1.0, 2.0), contexts=(100, 1100), grid=((1.0, 2.0), (2.0, 6.0)), prefill=prefill,
+                       prefill_rows=(0.3, 1.5))
 
 
 def test_context_axis_interpolates_and_extrapolates():
@@ -61,6 +62,8 @@ def test_prefill_cost_is_linear_through_the_origin():
     assert p.prefill_cost(0) == 0.0 and p.prefill_cost(50) == pytest.approx(0.1)
     assert p.prefill_cost(600) == pytest.approx(0.6) and p.prefill_cost(2100) == pytest.approx(1.8)
     assert CostProfile((1,), (1.0,)).prefill_cost(500) == 0.0  # a profile without prefill
+    assert p.prefill_cost(600, rows=True) == pytest.approx(0.9)  # with every row's top-k
+    assert CostProfile((1,), (1.0,), contexts=(10,), grid=((1.0,),), prefill=(0.5,)).prefill_cost(10, rows=True) == 0.5
 
 
 def test_malformed_grids_are_refused():
@@ -87,6 +90,7 @@ def test_measure_a_grid_with_prefill(tmp_path, monkeypatch):
     assert all(row == sorted(row) for row in grid)  # dearer with more tokens
     assert all(a <= b for a, b in zip(*grid))  # and with a longer context
     assert 0 < p.prefill[0] <= p.prefill[1]
+    assert all(a <= b for a, b in zip(p.prefill, p.prefill_rows))  # reading every row costs more
     assert p.seconds == p.grid[1]  # 48 is the measured context nearest the reference
 
 
@@ -108,4 +112,6 @@ def test_estimated_speedup_with_context_and_prefill():
     spent = p.cost(4, 100) + p.cost(4, 102)
     assert cost.estimated_speedup(steps, p, with_prefill=False) == pytest.approx(plain / spent)
     assert cost.estimated_speedup(steps, p) == pytest.approx((0.2 + plain) / (0.2 + spent))
+    # a drafter that reads every row pays the dearer prefill; plain decoding does not
+    assert cost.estimated_times(steps, p, prefill_rows=True) == pytest.approx((0.2 + plain, 0.3 + spent))
     assert cost.estimated_speedup([], p) == 0.0
