@@ -22,7 +22,7 @@ The table is filled through :meth:`Drafter.observe_top`: the prompt's rows come 
 prefill, then every step brings a row for each input its forward verified, rejected draft
 nodes included (their row is what follows them on their draft path: still a likely
 continuation of that token, and a fresher one; on compare's default prompts this lifted tau
-from 2.40 to 2.67 over committed rows alone). Targets that only know the argmax (recorded
+from 2.40 (committed rows alone) to 2.72). Targets that only know the argmax (recorded
 traces) send none, and the drafter is then a lookup tree alone.
 """
 
