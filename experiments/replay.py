@@ -8,7 +8,7 @@ from typing import Sequence
 
 from tqdm import tqdm
 
-from decoding.cost import estimated_speedup, estimated_times
+from decoding.cost import estimated_times
 from experiments.methods import DrafterMethod, parse_method
 from experiments.traces import TraceSet, replay_case
 from lookup.cost import CostProfile
@@ -44,12 +44,12 @@ def replay_rows(sets: Sequence[TraceSet], specs: Sequence[str] | None = None, pr
                     out = replay_case(case, method.make(None, cost), cost)
                     wall = time.perf_counter() - t0
                     s = out.stats
+                    plain, spent = estimated_times(s.steps, cost)
                     rows.append({
                         "case": case.case, "category": case.category, "turn": case.turn, "method": method.spec,
                         "params": method.params(), "new_tokens": s.new_tokens, "forwards": s.forwards, "tau": s.tau,
                         "drafted": s.drafted, "accepted": s.accepted,
-                        **dict(zip(("est_plain_s", "est_run_s"), estimated_times(s.steps, cost))),
-                        "est_speedup": estimated_speedup(s.steps, cost),
+                        "est_plain_s": plain, "est_run_s": spent, "est_speedup": plain / spent if spent else 0.0,
                         "drafter_us_per_step": 1e6 * s.drafter_s / max(s.forwards, 1),
                         "replay_s": wall, "prompt_tokens": len(case.prompt),
                         "accepted_lengths": [r.accepted for r in s.steps], "contexts": [r.context for r in s.steps],
