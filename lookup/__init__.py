@@ -5,7 +5,7 @@ Importing this package registers the built-in drafters.
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.errors import PLDError
-from lookup.registry import UnknownDrafterError, available, create, get, register, replayable
+from lookup.registry import UnknownDrafterError, available, create, get, register, replayable, unknown_name
 
 # Built-in drafters register themselves on import.
 from lookup import adaptive, baseline, recycling, suffix_automaton, unfold, voting  # noqa: E402,F401  isort: skip
@@ -21,4 +21,5 @@ __all__ = [
     "get",
     "register",
     "replayable",
+    "unknown_name",
 ]

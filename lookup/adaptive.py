@@ -1,15 +1,18 @@
 """``adaptive``: wrap any drafter and choose, each step, how much of its draft to send.
 
-A draft is not free: on a CPU, verifying 2-9 tokens costs ~1.5x a plain step, so a wasted
-draft is a 35% slowdown. Each step this drafter
+A draft is not free: every node it adds makes the target's forward dearer (by how much is the
+target's cost profile), so a wasted draft is a slowdown. Each step this drafter
 
 1. asks the wrapped drafter for its longest draft, and the length of the match behind it;
 2. estimates ``P(node i accepted | nodes before it accepted)`` from the acceptances seen so
    far in this sequence at the same match length (recent steps weigh more), starting from
-   a prior;
+   a prior (:class:`lookup.policy.DecayedRate`);
 3. sends the prefix length ``k`` (possibly 0) that maximises expected committed tokens per
-   second: ``(1 + sum_{i<=k} prod_{j<=i} a_j) / cost(k + 1)``, with ``cost`` the target's
-   measured cost profile.
+   second: ``(1 + sum_{i<k} prod_{j<=i} a_j) / cost(k + 1)``, with ``cost`` the target's
+   cost profile (:func:`lookup.policy.best_cut`).
+
+A wrapped drafter that reports no :meth:`~lookup.base.Drafter.match_length` is treated as if
+its matches were of a middling length (``UNKNOWN_MATCH``).
 
 When it drafts less than it could, the token the target commits still tells whether the
 next draft node would have been right, so it keeps learning even while drafting nothing.
@@ -40,6 +43,7 @@ import numpy as np
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
+from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs
 from lookup.registry import create, register
 
 #: match-length bucket edges: [0-1], 2, 3, [4-5], [6-9], [10+]
@@ -53,6 +57,8 @@ PRIOR_RANK = 0.3
 MAX_RANK = 8
 #: tokens of context between two look-ups of the cost table
 COST_REFRESH = 128
+#: match length assumed for a wrapped drafter that reports none
+UNKNOWN_MATCH = 3
 DEFAULT_BASE = "suffix-automaton"
 #: the policy picks the length, so the default base drafts as far as its match goes
 DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None}
@@ -60,7 +66,13 @@ DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None}
 
 @register("adaptive")
 class AdaptiveDrafter(Drafter):
-    """Cost-aware draft length on top of ``base`` (a drafter name or instance)."""
+    """Cost-aware draft length on top of ``base`` (a drafter name or instance).
+
+    ``wants_top`` is the wrapped drafter's (the default base wants none); ``profile`` is the
+    target's cost profile (a path to a saved one, or None for the reference CPU profile).
+    """
+
+    uses_profile = True
 
     def __init__(
         self,
@@ -72,6 +84,9 @@ class AdaptiveDrafter(Drafter):
         base_params: dict | None = None,
     ) -> None:
         super().__init__()
+        if not isinstance(base, (str, Drafter)):
+            # a spec's base=none parses to None: the drafter named "none" must be quoted
+            raise TypeError(f"base must be a drafter name or instance, got {base!r}")
         if base_params is None:
             base_params = DEFAULT_BASE_PARAMS if base == DEFAULT_BASE else {}
         self.base = create(base, **base_params) if isinstance(base, str) else base
@@ -79,16 +94,18 @@ class AdaptiveDrafter(Drafter):
         self.max_tokens, self.prior_strength, self.decay = max_tokens, prior_strength, decay
         self.wants_top = self.base.wants_top  # the wrapped drafter's wish
         later = np.minimum(PRIOR_FIRST + PRIOR_LATER_BONUS, 0.9)
-        self._prior = np.column_stack([PRIOR_FIRST, np.repeat(later[:, None], max_tokens - 1, axis=1)])  # [B, L]
+        prior = np.column_stack([PRIOR_FIRST, np.repeat(later[:, None], max_tokens - 1, axis=1)])  # [B, L]
+        # P(node at depth d accepted | the ones before accepted), per match-length bucket: [B, L]
+        self._depth = DecayedRate(prior, prior_strength, decay)
+        # P(the rank-r child is right | its elder siblings are wrong), r >= 1 (index 0 unused): [R]
+        self._ranks = DecayedRate(np.full(MAX_RANK, PRIOR_RANK), prior_strength, decay)
         self._context = 0  # committed tokens (prompt + output)
         self._cost_context = -1  # the context self._cost was looked up at
         self._init_counts()
 
     def _init_counts(self) -> None:
-        self._trials = np.zeros_like(self._prior)  # [B, L] decayed count of nodes tried at (bucket, depth)
-        self._hits = np.zeros_like(self._prior)  # [B, L] decayed count of those accepted
-        self._rank_trials = np.zeros(MAX_RANK)  # [R] decayed count of rank-r children tried (index 0 unused)
-        self._rank_hits = np.zeros(MAX_RANK)  # [R] decayed count of those that carried the target's token
+        self._depth.clear()
+        self._ranks.clear()
         self._last: tuple[Draft, int, int] | None = None  # (full draft, bucket, sent) of the last propose
         self._committed: list[int] = []
 
@@ -115,7 +132,7 @@ class AdaptiveDrafter(Drafter):
         """
         bucket = self._context // COST_REFRESH * COST_REFRESH if self.profile.contexts else 0
         if bucket != self._cost_context:
-            self._cost_table = np.array([self.profile.cost(k + 1, bucket + COST_REFRESH // 2) for k in range(self.max_tokens + 1)])
+            self._cost_table = forward_costs(self.profile, self.max_tokens, bucket + COST_REFRESH // 2)
             self._cost_context = bucket
         return self._cost_table
 
@@ -127,7 +144,7 @@ class AdaptiveDrafter(Drafter):
         bucket = self._bucket()
         k = self.best_length(bucket, len(full)) if full.is_chain else self.best_size(bucket, full.parents)
         # remembered for observe(); it changes no future proposal by itself
-        self._last = (full, bucket, k)
+        self._last = (full, bucket, k)  # the last propose's, whichever call that was
         if not k:
             return EMPTY_DRAFT
         probs = None if full.probs is None else full.probs[:k]
@@ -139,41 +156,35 @@ class AdaptiveDrafter(Drafter):
             return
         full, bucket, sent = self._last
         self._last = None
-        self._trials *= self.decay
-        self._hits *= self.decay
-        self._rank_trials *= self.decay
-        self._rank_hits *= self.decay
+        self._depth.age()
+        self._ranks.age()
         if not full.is_chain:
             self._learn_tree(full, bucket)
             return
         full = full.tokens
+        depth = self._depth
         # nodes actually verified: 0..accepted were tried, 0..accepted-1 hit
         tried = min(accepted + 1, sent)
-        self._trials[bucket, :tried] += 1
-        self._hits[bucket, :accepted] += 1
+        depth.trials[bucket, :tried] += 1
+        depth.hits[bucket, :accepted] += 1
         # the node after an all-accepted (or empty) draft is checked for free against the
         # target's own next token
         if accepted == sent and sent < len(full) and len(self._committed) > sent:
-            self._trials[bucket, sent] += 1
-            self._hits[bucket, sent] += float(self._committed[sent] == full[sent])
+            depth.trials[bucket, sent] += 1
+            depth.hits[bucket, sent] += float(self._committed[sent] == full[sent])
 
     # -- the policy ------------------------------------------------------------------------
     def acceptance(self, bucket: int) -> np.ndarray:
         """Estimated P(node i accepted | nodes before accepted) at this bucket.  # [L]"""
-        s = self.prior_strength
-        return (self._hits[bucket] + s * self._prior[bucket]) / (self._trials[bucket] + s)
+        return self._depth.estimate(bucket)
 
     def best_length(self, bucket: int, available: int) -> int:
         """The draft length (0..available) with the most expected tokens per second."""
-        survive = np.cumprod(self.acceptance(bucket)[:available])  # [k] P(first i+1 nodes accepted)
-        expected = 1.0 + np.concatenate([[0.0], np.cumsum(survive)])  # [k+1] committed tokens for length 0..k
-        rate = expected / self._cost[: available + 1]
-        return int(np.argmax(rate))
+        return best_cut(chain_path_probs(self.acceptance(bucket)[:available]), self._cost)
 
     def rank_acceptance(self) -> np.ndarray:
         """Estimated P(the rank-r child is right | its elder siblings are wrong), r >= 1 (index 0 unused).  # [R]"""
-        s = self.prior_strength
-        return (self._rank_hits + s * PRIOR_RANK) / (self._rank_trials + s)
+        return self._ranks.estimate()
 
     def node_probabilities(self, bucket: int, parents: np.ndarray) -> np.ndarray:
         """Estimated P(node i is on the accepted path) of a tree ([n] parents, -1 = root).  # [n]"""
@@ -199,9 +210,8 @@ class AdaptiveDrafter(Drafter):
     def best_size(self, bucket: int, parents: np.ndarray) -> int:
         """The number of leading tree nodes (0..n) with the most expected tokens per second."""
         n = len(parents)
-        expected = 1.0 + np.concatenate([[0.0], np.cumsum(self.node_probabilities(bucket, parents))])  # [n+1]
-        cost = self._cost[: n + 1] if n <= self.max_tokens else [self.profile.cost(m + 1, self._context) for m in range(n + 1)]
-        return int(np.argmax(expected / cost))
+        cost = self._cost if n <= self.max_tokens else forward_costs(self.profile, n, self._context)
+        return best_cut(self.node_probabilities(bucket, parents), cost)
 
     def _learn_tree(self, full: Draft, bucket: int) -> None:
         """Follow the committed tokens down the whole offered tree; at each level reached, note the
@@ -209,27 +219,31 @@ class AdaptiveDrafter(Drafter):
         children: dict[int, list[int]] = {}
         for i, p in enumerate(full.parents.tolist()):
             children.setdefault(p, []).append(i)
+        depth, ranks = self._depth, self._ranks
         node = -1
         for level, token in enumerate(self._committed):
             kids = children.get(node)
-            if not kids or level >= self._trials.shape[1]:
+            if not kids or level >= depth.trials.shape[1]:
                 return
             rank = next((r for r, k in enumerate(kids) if full.tokens[k] == token), -1)
-            self._trials[bucket, level] += 1
-            self._hits[bucket, level] += float(rank == 0)
+            depth.trials[bucket, level] += 1
+            depth.hits[bucket, level] += float(rank == 0)
             tried = len(kids) - 1 if rank < 0 else rank  # younger siblings tested before the hit (or all)
             for r in range(1, tried + 1):
-                self._rank_trials[min(r, MAX_RANK - 1)] += 1
+                ranks.trials[min(r, MAX_RANK - 1)] += 1
             if rank > 0:
-                self._rank_hits[min(rank, MAX_RANK - 1)] += 1
+                ranks.hits[min(rank, MAX_RANK - 1)] += 1
             if rank < 0:
                 return
             node = kids[rank]
 
+    def match_length(self) -> int | None:
+        """The wrapped drafter's match length (None when it reports none)."""
+        return self.base.match_length()
+
     def _bucket(self) -> int:
-        match_length = getattr(self.base, "match_length", None)
-        m = match_length() if callable(match_length) else 3  # unknown: assume a middling match
-        return int(np.searchsorted(BUCKET_EDGES, m, side="right"))
+        m = self.base.match_length()
+        return int(np.searchsorted(BUCKET_EDGES, UNKNOWN_MATCH if m is None else m, side="right"))
 
     def params(self) -> dict:
         return {"base": self.base.name, "base_params": self.base.params(), "profile": self.profile.model,

@@ -2,18 +2,24 @@
 
 A drafter is one object per sequence. The decoding loop calls, in order::
 
-    drafter.reset(prompt)            # once
-    draft = drafter.propose(budget)  # no side effects
-    drafter.extend(committed)        # the tokens the target accepted, plus its own next one
-    drafter.observe(draft, accepted) # feedback, optional
-    drafter.observe_top(tokens, top) # the target's top-k after committed tokens; only if wants_top
+    drafter.reset(prompt)              # once; then observe_top(prompt[:-1], rows) if wants_top
+    loop:
+        draft = drafter.propose(budget)    # may be skipped when no budget is left
+        drafter.extend(committed)          # the tokens the target accepted, plus its own next one
+        drafter.observe(draft, accepted)   # feedback on that draft (EMPTY_DRAFT if propose was skipped)
+        drafter.observe_top(tokens, top)   # the target's top-k after the tokens it read; only if wants_top
+
+What a drafter knows about the sequence (the committed tokens, and the feedback of
+``observe``/``observe_top``) changes only in ``reset``, ``extend``, ``observe`` and
+``observe_top``. ``propose`` is a query: see :meth:`Drafter.propose` for exactly what it may
+keep. ``tests/lookup/test_contract.py`` checks every rule stated here on every registered drafter.
 """
 
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 
@@ -84,31 +90,67 @@ class Drafter(abc.ABC):
     :meth:`extend` to keep an index of the context. The default ``reset``/``extend`` keep
     the whole context in ``self.context`` (a Python list of ints) so that a simple
     drafter can be written in a few lines.
+
+    Capabilities are declared here, never guessed from attribute or parameter names:
+    :attr:`wants_top` (reads the target's top ids), :attr:`uses_profile` (takes the target's
+    cost profile) and :meth:`match_length` (reports the match behind its draft).
     """
 
     #: registry name, set by :func:`lookup.register`
     name: str = "?"
     #: how many of the target's most likely next tokens, after each committed token, this drafter
-    #: wants through :meth:`observe_top` (0: none, and the loop computes none)
+    #: wants through :meth:`observe_top` (0: none, and the loop computes none). The class value is
+    #: what an instance built with default parameters wants (``lookup.replayable(name)`` reads it);
+    #: an instance may set its own in ``__init__`` (from a width, or from a drafter it wraps) and
+    #: keeps it for its whole life. The loop reads the instance's value.
     wants_top: int = 0
+    #: True when the constructor takes ``profile: CostProfile | None`` (the target's cost profile;
+    #: None = the drafter's own default), so that tools hand it the target's profile by that name.
+    uses_profile: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.context: list[int] = []
 
     def reset(self, prompt: Sequence[int]) -> None:
-        """Start a new sequence whose first tokens are ``prompt``."""
+        """Start a new sequence whose first tokens are ``prompt``.
+
+        Forgets everything about the previous sequence, feedback included: afterwards the
+        drafter behaves exactly as a new instance given ``reset(prompt)``.
+        """
         self.context = [int(t) for t in prompt]
 
     def extend(self, tokens: Sequence[int]) -> None:
-        """Append committed tokens (never speculative ones)."""
+        """Append committed tokens (never speculative ones).
+
+        ``reset(a + b)`` and ``reset(a); extend(b)`` leave the drafter proposing the same drafts.
+        """
         self.context.extend(int(t) for t in tokens)
 
     @abc.abstractmethod
     def propose(self, budget: int) -> Draft:
-        """Propose at most ``budget`` draft nodes. Must not change the drafter's state."""
+        """Propose at most ``budget`` draft nodes (none when ``budget <= 0``).
+
+        ``propose`` must not change what the drafter knows about the sequence: only
+        :meth:`reset` and :meth:`extend` (and the feedback of :meth:`observe` and
+        :meth:`observe_top`) do. It may remember what it returned, or the candidate it chose,
+        for the :meth:`observe` that follows; that memory must not change any later draft by
+        itself. So:
+
+        * calling ``propose`` again with the same budget and no ``extend`` in between returns
+          the same draft (a random drafter draws once per context, not once per call);
+        * extra calls, with any budget, change no later draft, as long as the draft given to
+          :meth:`observe` is the one the most recent ``propose`` returned (as in the loop).
+
+        Drafters look continuations up: until :meth:`observe_top` has offered other candidates,
+        every root-to-node path of a draft is a run of the context.
+        """
 
     def observe(self, draft: Draft, accepted: int) -> None:
-        """Feedback after verification: ``accepted`` nodes of ``draft`` matched the target."""
+        """Feedback after :meth:`extend`: ``accepted`` nodes of ``draft`` matched the target.
+
+        ``draft`` is what the most recent :meth:`propose` returned (:data:`EMPTY_DRAFT` when the
+        loop skipped propose this step). Default: nothing.
+        """
 
     def observe_top(self, tokens: np.ndarray, top: np.ndarray) -> None:
         """The target's ``wants_top`` most likely next ids after tokens it has just read:
@@ -116,8 +158,16 @@ class Drafter(abc.ABC):
         the target read it in. Called after :meth:`reset` with the prompt's rows (all its tokens
         but the last), then after each :meth:`observe` with every input of the step's forward:
         the rejected draft nodes (on their own draft path) first, the committed tokens last.
-        Only targets with logits call it (a recorded trace has none).
+        Only targets with logits call it (a recorded trace has none). Default: nothing.
         """
+
+    def match_length(self) -> int | None:
+        """Length of the match behind the current draft, in ``[0, len(context)]`` (0: no match).
+
+        A query: it changes nothing. None (the default) means this drafter does not report a
+        match length; wrappers such as ``adaptive`` then assume a middling one.
+        """
+        return None
 
     def params(self) -> dict:
         """Parameters worth logging (JSON-serialisable)."""

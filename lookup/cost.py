@@ -1,10 +1,10 @@
 """Cost profiles: the target's forward time as a function of the tokens verified and the context.
 
-On a CPU a forward over 9 tokens costs ~1.5x a forward over one; on a big GPU model ~1x. Both
-grow with the tokens already in the KV cache (attention reads all of them), and a run also pays
-once for the prompt's prefill. Cost-aware drafters and the estimated speedup read this profile
-instead of assuming any of it. Measuring one is :func:`decoding.cost.measure_cost_profile`; this
-module only holds the data.
+How much dearer a forward over several tokens is than a forward over one depends on the model
+and the device. Every forward also costs more the more tokens the KV cache holds (attention
+reads all of them), and a run pays once for the prompt's prefill. Cost-aware drafters and the
+estimated speedup read this profile instead of assuming any of it. Measuring one is
+:func:`decoding.cost.measure_cost_profile`; this module only holds the data.
 """
 
 from __future__ import annotations

@@ -15,14 +15,13 @@ token, and rebuilds a tree from the table wherever lookup has nothing or may be 
   parent's times its own), up to ``max_nodes`` (or the loop's budget).
 
 Given a cost profile (compare and replay pass the target's), it sends the prefix of that
-best-first order with the most expected tokens per second, ``(1 + sum P(node)) / cost(n + 1)``;
-without one, it sends the whole budget.
+best-first order with the most expected tokens per second, ``(1 + sum P(node)) / cost(n + 1)``
+(:func:`lookup.policy.best_cut`); without one, it sends the whole budget.
 
 The table is filled through :meth:`Drafter.observe_top`: the prompt's rows come from the
 prefill, then every step brings a row for each input its forward verified, rejected draft
 nodes included (their row is what follows them on their draft path: still a likely
-continuation of that token, and a fresher one; on compare's default prompts this lifted tau
-from 2.40 (committed rows alone) to 2.72). Targets that only know the argmax (recorded
+continuation of that token, and a fresher one). Targets that only know the argmax (recorded
 traces) send none, and the drafter is then a lookup tree alone.
 """
 
@@ -35,12 +34,13 @@ import numpy as np
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.cost import CostProfile
+from lookup.policy import DecayedRate, best_cut, forward_costs
 from lookup.registry import create, register
 
 #: the chain's lookup drafter drafts as far as its match goes; the tree decides how much to use
 DEFAULT_BASE_PARAMS = {"max_tokens": 64, "length_rule": None}
 #: priors, worth ``PRIOR_STRENGTH`` observations: P(chain node right | the ones before right) and
-#: P(the row's rank-r token is next), measured on SmolLM2-135M traces (rank 0: 45%, rank 1: 9%, ...)
+#: P(the row's rank-r token is next), falling with the rank (ranks past the table: 0)
 PRIOR_CHAIN = 0.7
 PRIOR_RANKS = np.array([0.45, 0.09, 0.045, 0.025, 0.02, 0.016, 0.014, 0.01])
 PRIOR_STRENGTH = 2.0
@@ -50,9 +50,13 @@ MAX_DEPTH = 64
 
 @register("recycling")
 class RecyclingDrafter(Drafter):
-    """Lookup chain + recycled top-k of the target, as one best-first token tree."""
+    """Lookup chain + recycled top-k of the target, as one best-first token tree.
 
-    wants_top = 8  # the default width; instances want their own
+    ``wants_top`` is the instance's ``width`` (the class value: the default width).
+    """
+
+    wants_top = 8
+    uses_profile = True
 
     def __init__(
         self,
@@ -69,8 +73,9 @@ class RecyclingDrafter(Drafter):
                 instance); ``None`` for recycled candidates only.
             max_nodes: most nodes in a tree (the loop's budget may cut it further).
             width: recycled candidates kept per token (the top-``width`` of the target).
-            profile: the target's cost profile; with one, the tree is cut to the size with the
-                most expected tokens per second.
+            profile: the target's cost profile (or a path to a saved one); with one, the tree is
+                cut to the size with the most expected tokens per second, without one it fills
+                the budget.
             decay: weight of the past in the learnt acceptances, per step.
             base_params: parameters of ``base`` when it is a name (default: draft as far as the
                 match goes).
@@ -84,6 +89,11 @@ class RecyclingDrafter(Drafter):
         self.max_nodes, self.width, self.decay = max_nodes, width, decay
         self.profile = CostProfile.load(profile) if isinstance(profile, str) else profile
         self.wants_top = width
+        # P(chain node at depth d right | the nodes before it right): [D]
+        self._chain = DecayedRate(np.full(MAX_DEPTH, PRIOR_CHAIN), PRIOR_STRENGTH, decay)
+        # P(a row's rank-r token is the next token); every step with a row is a trial of every rank: [W]
+        rank_prior = np.resize(PRIOR_RANKS, width) * (np.arange(width) < len(PRIOR_RANKS))
+        self._ranks = DecayedRate(rank_prior, PRIOR_STRENGTH, decay)
         self.reset([])
 
     # -- the Drafter interface ---------------------------------------------------------------
@@ -93,10 +103,8 @@ class RecyclingDrafter(Drafter):
         self._rows: dict[int, np.ndarray] = {}  # token -> [width] the target's top ids after it, most recent
         self._context = len(prompt)
         self._last = int(prompt[-1]) if len(prompt) else -1
-        self._chain_trials = np.zeros(MAX_DEPTH)  # [D] decayed count of chain nodes tried per depth
-        self._chain_hits = np.zeros(MAX_DEPTH)  # [D] of those, accepted
-        self._rank_trials = 0.0  # decayed count of steps whose parent had a row
-        self._rank_hits = np.zeros(self.width)  # [W] of those, the rank that held the next token
+        self._chain.clear()
+        self._ranks.clear()
         self._proposed: tuple[int, np.ndarray] | None = None  # (last token, chain) of the last propose
         self._committed: list[int] = []
 
@@ -119,11 +127,15 @@ class RecyclingDrafter(Drafter):
         if limit <= 0 or self._last < 0:
             self._proposed = None
             return EMPTY_DRAFT
-        chain = self._chain(limit)
-        # remembered for observe(); it changes no future proposal by itself
+        chain = self._lookup_chain(limit)
+        # remembered for observe() (the last propose's, whichever call that was); it changes no
+        # future proposal by itself
         self._proposed = (self._last, chain)
         tokens, parents, probs = self.best_first(chain, limit)
-        n = self._cost_aware_size(probs) if self.profile is not None else len(tokens)
+        if self.profile is None:
+            n = len(tokens)
+        else:
+            n = best_cut(probs, forward_costs(self.profile, len(probs), self._context))
         return Draft(tokens[:n], parents[:n]) if n else EMPTY_DRAFT
 
     def observe(self, draft: Draft, accepted: int) -> None:
@@ -135,34 +147,31 @@ class RecyclingDrafter(Drafter):
         last, chain = self._proposed
         self._proposed = None
         new = self._committed
-        self._chain_trials *= self.decay
-        self._chain_hits *= self.decay
-        self._rank_trials *= self.decay
-        self._rank_hits *= self.decay
+        self._chain.age()
+        self._ranks.age()
         right = 0
         while right < min(len(chain), len(new)) and chain[right] == new[right]:
             right += 1
         tried = min(right + 1, len(chain), len(new))  # chain nodes the committed tokens could check
-        self._chain_trials[: min(tried, MAX_DEPTH)] += 1
-        self._chain_hits[: min(right, MAX_DEPTH)] += 1
+        self._chain.trials[: min(tried, MAX_DEPTH)] += 1
+        self._chain.hits[: min(right, MAX_DEPTH)] += 1
         # each committed token checks the row of the token before it (rows as they were at propose)
         for parent, token in zip([last, *new[:-1]], new):
             row = self._rows.get(parent)
             if row is not None:
-                self._rank_trials += 1
+                self._ranks.trials += 1
                 hit = np.flatnonzero(row == token)
                 if len(hit):
-                    self._rank_hits[hit[0]] += 1
+                    self._ranks.hits[hit[0]] += 1
 
     # -- the tree --------------------------------------------------------------------------
     def chain_acceptance(self) -> np.ndarray:
         """Estimated P(chain node d right | nodes before it right), per depth d.  # [D]"""
-        return (self._chain_hits + PRIOR_STRENGTH * PRIOR_CHAIN) / (self._chain_trials + PRIOR_STRENGTH)
+        return self._chain.estimate()
 
     def rank_acceptance(self) -> np.ndarray:
         """Estimated P(a row's rank-r token is the next token).  # [W]"""
-        prior = np.resize(PRIOR_RANKS, self.width) * (np.arange(self.width) < len(PRIOR_RANKS))
-        return (self._rank_hits + PRIOR_STRENGTH * prior) / (self._rank_trials + PRIOR_STRENGTH)
+        return self._ranks.estimate()
 
     def best_first(self, chain: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The ``limit`` most probable nodes, parents first: (tokens [n], parents [n], P(node) [n]).
@@ -201,7 +210,7 @@ class RecyclingDrafter(Drafter):
                 push_children(len(tokens) - 1, token, -neg_p, depth)
         return np.asarray(tokens, dtype=np.int64), np.asarray(parents, dtype=np.int32), np.asarray(probs)
 
-    def _chain(self, limit: int) -> np.ndarray:
+    def _lookup_chain(self, limit: int) -> np.ndarray:
         """The lookup drafter's chain (a tree from it counts by its first branch only)."""
         if self.base is None:
             return np.zeros(0, dtype=np.int64)
@@ -213,16 +222,9 @@ class RecyclingDrafter(Drafter):
             n += 1
         return draft.tokens[:n]
 
-    def match_length(self) -> int:
-        """The lookup drafter's current match length (0 without one), for wrappers like ``adaptive``."""
-        match_length = getattr(self.base, "match_length", None)
-        return int(match_length()) if callable(match_length) else 0
-
-    def _cost_aware_size(self, probs: np.ndarray) -> int:
-        """How many leading nodes to send: the most expected committed tokens per second."""
-        expected = 1.0 + np.concatenate([[0.0], np.cumsum(probs)])  # [n+1]
-        cost = np.array([self.profile.cost(m + 1, self._context) for m in range(len(probs) + 1)])
-        return int(np.argmax(expected / cost))
+    def match_length(self) -> int | None:
+        """The lookup drafter's match length (None without a lookup drafter, or when it reports none)."""
+        return None if self.base is None else self.base.match_length()
 
     def params(self) -> dict:
         base = None if self.base is None else {"name": self.base.name, **self.base.params()}

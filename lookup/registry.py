@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from importlib import metadata
-from typing import Callable, TypeVar
+from typing import Callable, Iterable, TypeVar
 
 from lookup.base import Drafter
 from lookup.errors import PLDError
@@ -20,6 +20,18 @@ class UnknownDrafterError(PLDError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+def unknown_name(kind: str, name: str, choices: Iterable[str]) -> str:
+    """The message for an unknown ``name`` of some ``kind``, with the close choices and all of them.
+
+    ``unknown_name("drafter", "unfodl", ["none", "unfold"])`` ->
+    ``"unknown drafter 'unfodl'; did you mean 'unfold'? available: none, unfold"``.
+    """
+    names = sorted(set(choices))
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.4)
+    hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
+    return f"unknown {kind} {name!r}; {hint}available: {', '.join(names) if names else '(none)'}"
 
 
 def register(name: str) -> Callable[[T], T]:
@@ -65,9 +77,7 @@ def get(name: str) -> type[Drafter]:
     if name not in _REGISTRY:
         _load_entry_points()
     if name not in _REGISTRY:
-        close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.4)
-        hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
-        raise UnknownDrafterError(f"unknown drafter {name!r}; {hint}available: {', '.join(sorted(_REGISTRY))}")
+        raise UnknownDrafterError(unknown_name("drafter", name, _REGISTRY))
     return _REGISTRY[name]
 
 
@@ -80,7 +90,15 @@ def create(name: str, **params) -> Drafter:
         raise TypeError(f"drafter {name!r}: {exc}") from None
 
 
-def replayable(name: str) -> bool:
+def replayable(name: str, **params) -> bool:
     """Whether a recorded greedy trace can stand in for the target with this drafter: not for
-    drafters that read the target's top-k (``wants_top``), since a trace holds argmaxes only."""
-    return get(name).wants_top == 0
+    drafters that read the target's top-k (``wants_top``), since a trace holds argmaxes only.
+
+    Without ``params`` this reads the class's ``wants_top``, which is by contract what
+    ``create(name)`` wants (the contract suite checks it), so nothing is built. With ``params``
+    it asks the drafter ``create(name, **params)`` would build (``adaptive:base=recycling``
+    wants rows, plain ``adaptive`` does not).
+    """
+    if not params:
+        return get(name).wants_top == 0
+    return create(name, **params).wants_top == 0

@@ -4,7 +4,8 @@ An online suffix automaton (SAM) over prompt + committed tokens, built by the nu
 in :mod:`lookup.automaton_kernels`. After each ``extend`` the automaton knows, with no
 rescan, the longest suffix of the sequence that also occurs earlier (the state
 ``link(last)``), its most recent earlier occurrence and its earliest one. ``propose`` copies
-the tokens that followed that occurrence.
+the tokens that followed the chosen occurrence: by default the most recent one, or the
+earliest when the most recent runs into the current suffix before the draft is full.
 
 :class:`SuffixAutomaton` is the index on its own (owns and grows the arrays); drafters
 compose it: :class:`SuffixAutomatonDrafter` here, :class:`lookup.voting.VotingDrafter`.
@@ -20,9 +21,10 @@ import numpy as np
 
 from lookup import automaton_kernels as K
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.params import require_bool
 from lookup.registry import register
 
-MAX_LOAD = 0.7  # hash load factor that triggers doubling; linear probing degrades past ~0.8
+MAX_LOAD = 0.7  # hash load factor that triggers doubling; linear probing slows down as the table fills
 _STAGE = 16  # lists up to this long are copied into a standing buffer rather than converted
 _warmed = False
 
@@ -54,10 +56,10 @@ class SuffixAutomaton:
     def _allocate(self, n_tokens: int) -> None:
         """Fresh empty arrays sized for ``n_tokens`` tokens.
 
-        A SAM has at most 2n states and 3n transitions, but text needs ~1.05n and ~1.1n
-        (random ids over a large vocabulary: ~1.05n and ~2n), so size for the typical case and
-        let the rare sequence grow the arrays: over-allocating would cost more memory than it saves.
-        A quarter of headroom lets generation after a prompt run for a while without a copy.
+        A SAM has at most 2n states and 3n transitions, but typical sequences need far fewer, so
+        size for the typical case and let the rare sequence grow the arrays: over-allocating
+        would cost more memory than it saves. A quarter of headroom lets generation after a
+        prompt run for a while without a copy.
         """
         n = max(n_tokens, 1)
         capacity = n + n // 4 + 16
@@ -72,7 +74,7 @@ class SuffixAutomaton:
         """Row width: the fixed fields plus a ring of >= occurrences + 1, padded to 32 bytes.
 
         Padded rows never straddle a cache line; walking suffix links touches one row per
-        ancestor, so at 1M tokens this saves cache misses. The padding only enlarges the ring.
+        ancestor, so on long sequences this saves cache misses. The padding only enlarges the ring.
         """
         return -(-(K.RING + self.occurrences + 1) // 8) * 8
 
@@ -209,7 +211,7 @@ class Occurrence(enum.Enum):
 
 @dataclass(frozen=True)
 class LinearLength:
-    """Draft length from match length: ``beta + alpha * match_len`` (SAM-Decoding: 1 + 4x).
+    """Draft length from match length: ``beta + alpha * match_len`` (SAM-Decoding's rule has this form).
 
     Longer matches are more often followed by the same tokens, so they earn longer drafts.
     """
@@ -242,20 +244,19 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
     """Copy the continuation of the longest earlier match of the context's suffix.
 
     Args:
-        min_match: shortest suffix match worth drafting from. Default 1: with a length rule
-            that keeps drafts from short matches short, even 1-token matches pay on average
-            (replay of 50 embedded traces, CPU cost profile: tau 2.23 and est. speedup 1.59x,
-            against 2.08 and 1.58x for min_match=2, and 2.17 and 1.28x for `unfold`).
+        min_match: shortest suffix match worth drafting from. Default 1: the length rule keeps
+            drafts from short matches short.
         max_tokens: longest draft.
         occurrence: which earlier occurrence to copy from (``"recent"`` or ``"earliest"``).
         length_rule: draft length from match length, capped by ``max_tokens``: a callable
             ``int -> int`` or an ``(alpha, beta)`` pair for :class:`LinearLength`; None = always
             ``max_tokens``. Default ``(2, 2)``: 4 tokens after a 1-token match, 16 after 7.
-        max_depth: see :class:`SuffixAutomaton`. 8: on real text (100k SmolLM2 tokens of
-            Python docs) the most recent occurrence was then exact at every step (depth 4:
-            0.06% of steps differ, depth 1: 8%), and each level costs a cache miss at 1M tokens.
+        max_depth: see :class:`SuffixAutomaton`: deeper rings keep the most recent occurrence
+            exact more often, and each level costs a cache miss on long sequences.
         fallback: when the chosen occurrence is followed by fewer tokens than the draft wants
-            (it runs into the current suffix), copy from the earliest occurrence instead.
+            (``len(context) - 1 - end < n``, n = the draft length after the budget cut: it runs
+            into the current suffix), copy from the earliest occurrence instead. The earliest
+            occurrence of the match has the longest continuation there is.
     """
 
     def __init__(
@@ -268,9 +269,9 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         fallback: bool = True,
     ):
         super().__init__()
-        self.fallback = fallback
         if min_match < 1 or max_tokens < 1:
             raise ValueError("min_match and max_tokens must be >= 1")
+        self.fallback = require_bool("fallback", fallback)
         self.min_match = min_match
         self.max_tokens = max_tokens
         self.occurrence = Occurrence(occurrence)

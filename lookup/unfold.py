@@ -8,23 +8,29 @@ not start inside the suffix itself. Its cost grows with the context length, by d
 The only liberties: the inner Python loop over match indices is vectorised (same first
 index, same result), and n-gram sizes longer than the context are skipped (the published
 code would raise in ``unfold``).
+
+torch is imported when a drafter is built, not with this module: ``import lookup`` stays light.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-import torch
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.registry import register
+
+if TYPE_CHECKING:
+    import torch
 
 
 def find_candidate_pred_tokens(
     input_ids: torch.Tensor, max_ngram_size: int = 3, num_pred_tokens: int = 10
 ) -> torch.Tensor:
     """The published lookup function. ``input_ids``: [1, L] -> continuation [num_pred_tokens] or [0]."""
+    import torch
+
     input_length = input_ids.size(1)
     for ngram_size in range(max_ngram_size, 0, -1):
         if ngram_size > input_length:
@@ -48,6 +54,8 @@ class UnfoldDrafter(Drafter):
     """The original prompt lookup (n-gram 3 -> 1, 10 tokens), on torch tensors on ``device``."""
 
     def __init__(self, max_ngram_size: int = 3, num_pred_tokens: int = 10, device: str | torch.device = "cpu"):
+        import torch
+
         super().__init__()
         if max_ngram_size < 1 or num_pred_tokens < 1:
             raise ValueError("max_ngram_size and num_pred_tokens must be >= 1")
@@ -62,6 +70,8 @@ class UnfoldDrafter(Drafter):
         self.extend(prompt)
 
     def extend(self, tokens: Sequence[int]) -> None:
+        import torch
+
         n = len(tokens)
         if n == 0:
             return

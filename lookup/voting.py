@@ -19,6 +19,7 @@ from numba import njit
 
 from lookup import automaton_kernels as K
 from lookup.base import EMPTY_DRAFT, Draft
+from lookup.params import require_bool
 from lookup.registry import register
 from lookup.suffix_automaton import AutomatonDrafter, SuffixAutomaton
 
@@ -151,8 +152,7 @@ class VotingDrafter(AutomatonDrafter):
     """Every remembered earlier occurrence of the current match votes on the next tokens.
 
     Args:
-        min_match: shortest suffix match used (fallback stops there); 2 for the same reason
-            as ``suffix-automaton``.
+        min_match: shortest suffix match used (fallback stops there).
         max_tokens: longest chain, deepest tree level.
         occurrences: most recent occurrences remembered per state (the voters), K.
         min_votes: fall back to shorter matches while the match has fewer occurrences.
@@ -160,13 +160,9 @@ class VotingDrafter(AutomatonDrafter):
         tree: return a token tree (parents set) instead of a chain.
         max_branches: children per tree node at most (the tree's width per level).
         max_nodes: most nodes in a tree (the loop's budget may cut it further); with ``adaptive``
-            around it, the cost profile picks how many of them to send. On 76 recorded traces
-            (SmolLM2-135M, greedy) a tree beat the chain of the same drafter by 1-2.5% tau at equal
-            node budgets of 8-32 (``min_votes=1, min_match=1, max_tokens=32, decay=0.9``: tau 2.46 vs
-            2.43 at 8 nodes, 2.73 vs 2.67 at 32); ``max_branches`` 3 and 8 gave the same trees.
-        max_depth: see :class:`lookup.suffix_automaton.SuffixAutomaton`; twice the
-            ``suffix-automaton`` default because fallbacks read shallower ancestors' rings too
-            (on real text, voters were exact from depth 8 on, 0.7% differed at depth 4).
+            around it, the cost profile picks how many of them to send.
+        max_depth: see :class:`lookup.suffix_automaton.SuffixAutomaton`; deeper than the
+            ``suffix-automaton`` default because fallbacks read shallower ancestors' rings too.
     """
 
     def __init__(
@@ -192,7 +188,7 @@ class VotingDrafter(AutomatonDrafter):
         self.max_tokens = max_tokens
         self.min_votes = min_votes
         self.decay = float(decay)
-        self.tree = tree
+        self.tree = require_bool("tree", tree)
         self.max_branches = max_branches
         self.max_nodes = max_nodes
         self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)

@@ -1,14 +1,24 @@
-"""Shared fixtures: the embedded model is loaded once per test session."""
+"""Shared fixtures (the embedded model is loaded once per test session) and hypothesis profiles."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))  # for `import toys`
+
+# CI (the CI variable set) runs the same examples every time: a red build must be reproducible,
+# and no example database survives between runs there (derandomize also overrides
+# --hypothesis-seed). Locally hypothesis keeps exploring, replays its saved failures first, and
+# --hypothesis-seed=N repeats a run.
+settings.register_profile("ci", derandomize=True, database=None)
+settings.register_profile("dev")
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
 

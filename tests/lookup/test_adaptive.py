@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lookup.adaptive import COST_REFRESH, AdaptiveDrafter
+from lookup.adaptive import BUCKET_EDGES, COST_REFRESH, UNKNOWN_MATCH, AdaptiveDrafter
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
 
@@ -79,7 +79,7 @@ def test_observe_counts_tried_and_accepted_nodes():
     d.extend([5, 6, 0])  # two accepted, then the target's own token
     d.observe(draft, 2)
     b = d._bucket()
-    assert d._trials[b, :4].tolist() == [1, 1, 1, 0] and d._hits[b, :4].tolist() == [1, 1, 0, 0]
+    assert d._depth.trials[b, :4].tolist() == [1, 1, 1, 0] and d._depth.hits[b, :4].tolist() == [1, 1, 0, 0]
 
 
 def test_propose_has_no_side_effects_on_proposals():
@@ -101,3 +101,38 @@ def test_long_contexts_make_multi_token_forwards_dearer_so_drafts_shrink():
     assert len(d.propose(32)) == long
     d.reset([1] * 50)
     assert len(d.propose(32)) == short
+
+
+class NoMatchLength(Drafter):
+    """Proposes `tokens` and reports no match length (the base class default)."""
+
+    name = "no-match-length-test"
+
+    def __init__(self, tokens):
+        super().__init__()
+        self.tokens = list(tokens)
+
+    def propose(self, budget):
+        return Draft(self.tokens[:budget]) if budget > 0 else EMPTY_DRAFT
+
+
+def test_a_base_without_a_match_length_counts_as_a_middling_match():
+    d = AdaptiveDrafter(base=NoMatchLength(range(5)))
+    d.reset([1, 2])
+    assert d.match_length() is None
+    assert d._bucket() == int(np.searchsorted(BUCKET_EDGES, UNKNOWN_MATCH, side="right"))
+    reporting = AdaptiveDrafter(base=Scripted(range(5), match=UNKNOWN_MATCH))
+    reporting.reset([1, 2])
+    assert reporting.match_length() == UNKNOWN_MATCH
+    assert reporting.propose(8).tokens.tolist() == d.propose(8).tokens.tolist()
+
+
+def test_the_match_length_is_the_wrapped_drafters():
+    d = AdaptiveDrafter()
+    d.reset([1, 2, 3, 1, 2])
+    assert d.match_length() == d.base.match_length() == 2
+
+
+def test_a_missing_base_is_refused_by_name():
+    with pytest.raises(TypeError, match="base must be a drafter name or instance"):
+        AdaptiveDrafter(base=None)

@@ -109,13 +109,13 @@ def test_learns_depth_and_rank_statistics_from_the_committed_path():
     draft = d.propose(8)
     d.extend([6, 8, 0])  # the second root child, its child, then the target's own token (no child of 3)
     d.observe(draft, 2)
-    assert d._trials[b, :3].tolist() == [1, 1, 0] and d._hits[b, :3].tolist() == [0, 1, 0]
-    assert d._rank_trials[1] == 1 and d._rank_hits[1] == 1
+    assert d._depth.trials[b, :3].tolist() == [1, 1, 0] and d._depth.hits[b, :3].tolist() == [0, 1, 0]
+    assert d._ranks.trials[1] == 1 and d._ranks.hits[1] == 1
     draft = d.propose(8)
     d.extend([4])  # nobody at the root: both children tried and missed
     d.observe(draft, 0)
-    assert d._trials[b, 0] == 2 and d._hits[b, 0] == 0
-    assert d._rank_trials[1] == 2 and d._rank_hits[1] == 1
+    assert d._depth.trials[b, 0] == 2 and d._depth.hits[b, 0] == 0
+    assert d._ranks.trials[1] == 2 and d._ranks.hits[1] == 1
 
 
 def test_learns_unsent_siblings_too():

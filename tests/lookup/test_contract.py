@@ -1,12 +1,18 @@
-"""The drafter contract, run over every registered drafter (plug-ins and future ones included).
+"""The drafter contract (:mod:`lookup.base`), run over every registered drafter (plug-ins and
+future ones included).
 
 A drafter that needs constructor arguments (e.g. one that wraps another) gets them from
 ``FACTORIES``; every other name is built with ``lookup.create(name)``. ``VARIANTS`` adds
 configurations worth holding to the contract too (tree output, other options).
+
+Besides single calls, drafters run through a simulated decoding loop (:func:`simulate`): a
+bigram "target" that commits tokens and hands top-k rows to drafters that want them, so that
+``observe`` and ``observe_top`` feedback is part of what the contract checks.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Callable
 
 import numpy as np
@@ -15,7 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lookup
-from lookup import Draft, Drafter
+from lookup import EMPTY_DRAFT, Draft, Drafter
+from lookup.cost import CPU_SMOLLM2, CostProfile
 
 TOP_ID = (1 << 18) - 1  # 262,143: the largest id a drafter must accept
 
@@ -28,6 +35,11 @@ VARIANTS: dict[str, Callable[[], Drafter]] = {
     "suffix-automaton[min_match=1,shallow]": lambda: lookup.create("suffix-automaton", min_match=1, max_depth=1),
     "voting[tree]": lambda: lookup.create("voting", tree=True),
     "voting[tree,decay,min_match=1]": lambda: lookup.create("voting", tree=True, decay=0.7, min_match=1, max_branches=2),
+    "adaptive[voting tree]": lambda: lookup.create("adaptive", base="voting", base_params={"tree": True, "min_match": 1}),
+    "adaptive[recycling]": lambda: lookup.create("adaptive", base="recycling"),
+    "recycling[no lookup]": lambda: lookup.create("recycling", base=None),
+    "recycling[flat profile]": lambda: lookup.create("recycling", profile=CostProfile.flat(64)),
+    "recycling[cpu profile,width=3]": lambda: lookup.create("recycling", profile=CPU_SMOLLM2, width=3, decay=0.5),
 }
 
 CASES: dict[str, Callable[[], Drafter]] = {
@@ -41,13 +53,20 @@ def make(request) -> Callable[[], Drafter]:
     return CASES[request.param]
 
 
+@pytest.fixture(params=sorted(lookup.available()), scope="module")
+def name(request) -> str:
+    """A registered name (class-level rules)."""
+    return request.param
+
+
 def test_every_registered_name_is_covered():
-    assert {"none", "unfold", "suffix-automaton", "voting"} <= set(CASES)
+    assert {"none", "unfold", "suffix-automaton", "voting", "adaptive", "recycling"} <= set(CASES)
     assert set(lookup.available()) <= set(CASES)
 
 
 # small alphabets repeat a lot (many matches); a few symbols sit at the top of the id range
-symbols = st.sampled_from([0, 1, 2, 3, TOP_ID - 1, TOP_ID])
+SYMBOLS = [0, 1, 2, 3, TOP_ID - 1, TOP_ID]
+symbols = st.sampled_from(SYMBOLS)
 token_lists = st.lists(symbols, max_size=40)
 budgets = st.integers(0, 16)
 
@@ -72,13 +91,19 @@ def same(a: Draft, b: Draft) -> bool:
     return a.tokens.tolist() == b.tokens.tolist() and pa == pb
 
 
-def check_wellformed(draft: Draft, budget: int, context: list[int]) -> None:
+def check_wellformed(draft: Draft, budget: int, context: list[int] | None) -> None:
+    """A valid draft within budget; with ``context``, every path is a run of it (lookup only)."""
     assert isinstance(draft, Draft)
-    assert len(draft) <= budget
+    assert len(draft) <= max(budget, 0)
     assert draft.problem() is None
     assert draft.tokens.dtype == np.int64
-    for path in paths(draft):
+    for path in paths(draft) if context is not None else []:
         assert occurs_contiguously(path, context), f"{path} is not a run of the context"
+
+
+def check_match_length(d: Drafter, context: list[int]) -> None:
+    m = d.match_length()
+    assert m is None or (isinstance(m, int) and 0 <= m <= len(context)), f"match_length() = {m!r}"
 
 
 @settings(max_examples=40, deadline=None)
@@ -93,9 +118,11 @@ def test_propose_is_pure_and_wellformed(make, prompt, steps, budget):
         probed.extend(step)
         quiet.extend(step)
         context += step
+        check_match_length(probed, context)
         first = probed.propose(budget)
         second = probed.propose(budget)
         probed.propose(budget + 3)  # a different budget must not leak into later answers either
+        check_match_length(probed, context)
         assert same(first, second)
         assert same(first, quiet.propose(budget))
         check_wellformed(first, budget, context)
@@ -163,3 +190,185 @@ def test_params_are_json_serialisable(make):
     import json
 
     json.dumps(make().params())
+
+
+# ---------------------------------------------------------------- a simulated decoding loop
+
+
+def row(token: int, k: int) -> list[int]:
+    """The bigram target's top-k ids after ``token``: distinct, the sequences' symbols first."""
+    i = SYMBOLS.index(token) if token in SYMBOLS else 0
+    ranked = SYMBOLS[i + 1 :] + SYMBOLS[: i + 1]
+    return (ranked + [10 + j for j in range(k)])[:k]
+
+
+def truth_from(prompt: list[int], pieces: list[tuple[int, int]]) -> list[int]:
+    """What the target commits after ``prompt``, piece by piece: ``(start, length)`` copies
+    ``length`` tokens of the sequence so far from ``start`` on (modulo its length), as text
+    repeats itself; ``(c, 0)`` appends the ``c``-th id (modulo 6) of the last token's row."""
+    seq = list(prompt)
+    for start, length in pieces:
+        if length == 0:
+            seq.append(row(seq[-1], len(SYMBOLS))[start % len(SYMBOLS)])
+        else:
+            start %= len(seq)
+            seq += seq[start : start + length]
+    return seq[len(prompt) :]
+
+
+def accepted_nodes(draft: Draft, truth: list[int]) -> list[int]:
+    """The nodes on the path the target accepts (greedy): the longest path that spells ``truth``."""
+    parents = draft.parents if draft.parents is not None else np.arange(-1, len(draft) - 1)
+    kids: dict[int, list[int]] = {}
+    for i, p in enumerate(parents.tolist()):
+        kids.setdefault(p, []).append(i)
+    path, node = [], -1
+    while len(path) < len(truth):
+        node = next((i for i in kids.get(node, []) if draft.tokens[i] == truth[len(path)]), None)
+        if node is None:
+            break
+        path.append(node)
+    return path
+
+
+def feed_top(d: Drafter, tokens: list[int]) -> None:
+    if d.wants_top and tokens:
+        top = np.array([row(t, d.wants_top) for t in tokens], dtype=np.int64).reshape(len(tokens), d.wants_top)
+        d.observe_top(np.asarray(tokens, dtype=np.int64), top)
+
+
+def simulate(d: Drafter, prompt: list[int], truth: list[int], budget: int, probe: bool = False) -> list[Draft]:
+    """Drive ``d`` as the decoding loop does until ``truth`` is committed; the drafts it proposed.
+
+    ``probe``: also call ``propose`` with other budgets (and ``match_length``) before each real
+    propose, and once more with the same budget after it; the contract says this changes nothing.
+    """
+    d.reset(prompt)
+    feed_top(d, prompt[:-1])
+    context, drafts, pos = list(prompt), [], 0
+    wants_top = d.wants_top
+    while pos < len(truth):
+        if budget > 0:  # the loop skips propose when no budget is left
+            if probe:  # the smallest and a larger budget: memories as unlike the real one as can be
+                d.propose(1)
+                d.propose(budget + 3)
+                check_match_length(d, context)
+            draft = d.propose(budget)
+            if probe:
+                assert same(draft, d.propose(budget)), "a second propose with the same budget differs"
+        else:
+            draft = EMPTY_DRAFT
+        check_wellformed(draft, budget, None if wants_top else context)
+        drafts.append(draft)
+        path = accepted_nodes(draft, truth[pos:])[: len(truth) - pos - 1]  # the target adds one token
+        committed = truth[pos : pos + len(path) + 1]
+        last = context[-1]
+        d.extend(committed)
+        context += committed
+        d.observe(draft, len(path))
+        # the forward's inputs: the rejected nodes first, then the last token and the accepted nodes
+        on_path = set(path)
+        rejected = [t for i, t in enumerate(draft.tokens.tolist()) if i not in on_path]
+        feed_top(d, rejected + [last] + committed[:-1])
+        assert d.wants_top == wants_top, "wants_top changed during the sequence"
+        pos += len(committed)
+    return drafts
+
+
+prompts = st.lists(symbols, min_size=1, max_size=30)
+# copies of earlier stretches (lookup drafters then get drafts accepted, and feedback matters)
+# mixed with the target's own ids (what recycling's rows predict)
+pieces = st.lists(st.tuples(st.integers(0, 100), st.integers(0, 8)), min_size=1, max_size=10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(prompt=prompts, piece=pieces, budget=budgets)
+def test_extra_proposes_change_no_later_draft(make, prompt, piece, budget):
+    """With feedback in play: a run with extra propose calls proposes what a plain run does."""
+    truth = truth_from(prompt, piece)
+    plain = simulate(make(), prompt, truth, budget)
+    probed = simulate(make(), prompt, truth, budget, probe=True)
+    assert len(plain) == len(probed)
+    for step, (a, b) in enumerate(zip(plain, probed)):
+        assert same(a, b), f"step {step}: {a} != {b}"
+
+
+@settings(max_examples=20, deadline=None)
+@given(first=prompts, first_pieces=pieces, prompt=prompts, piece=pieces, budget=budgets)
+def test_reset_forgets_feedback_too(make, first, first_pieces, prompt, piece, budget):
+    """After a whole sequence of feedback, reset behaves as a fresh drafter."""
+    reused = make()
+    simulate(reused, first, truth_from(first, first_pieces), budget)
+    truth = truth_from(prompt, piece)
+    for step, (a, b) in enumerate(zip(simulate(reused, prompt, truth, budget), simulate(make(), prompt, truth, budget))):
+        assert same(a, b), f"step {step}: {a} != {b}"
+
+
+def test_default_observe_and_observe_top_do_nothing():
+    class Plain(Drafter):
+        def propose(self, budget):
+            return EMPTY_DRAFT
+
+    d = Plain()
+    d.reset([1, 2])
+    d.observe(EMPTY_DRAFT, 0)
+    d.observe_top(np.array([1]), np.zeros((1, 0), dtype=np.int64))
+    assert d.context == [1, 2] and d.match_length() is None and d.wants_top == 0 and not d.uses_profile
+
+
+# ---------------------------------------------------------------- declared capabilities
+
+
+def test_wants_top_is_a_fixed_non_negative_int(make):
+    d = make()
+    assert isinstance(d.wants_top, int) and d.wants_top >= 0
+    before = d.wants_top
+    d.reset([1, 2, 1])
+    d.propose(4)
+    d.extend([2])
+    d.observe(EMPTY_DRAFT, 0)
+    assert d.wants_top == before
+
+
+def test_class_wants_top_is_what_the_default_instance_wants(name):
+    """``lookup.replayable(name)`` reads the class value: it must describe ``create(name)``."""
+    if name in FACTORIES:
+        pytest.skip("needs constructor arguments: no default instance")
+    cls = lookup.get(name)
+    assert isinstance(cls.wants_top, int) and cls.wants_top >= 0
+    assert lookup.create(name).wants_top == cls.wants_top
+    assert lookup.replayable(name) == (cls.wants_top == 0)
+
+
+def test_replayable_with_params_asks_the_instance():
+    assert lookup.replayable("adaptive") and not lookup.replayable("adaptive", base="recycling")
+    assert not lookup.replayable("recycling") and not lookup.replayable("recycling", width=2)
+
+
+def test_uses_profile_exactly_when_the_constructor_takes_a_profile(name):
+    cls = lookup.get(name)
+    assert isinstance(cls.uses_profile, bool)
+    assert cls.uses_profile == ("profile" in inspect.signature(cls).parameters)
+    if cls.uses_profile and name not in FACTORIES:
+        for profile in (None, CostProfile.flat(64), CPU_SMOLLM2):
+            d = lookup.create(name, profile=profile)
+            d.reset([1, 2, 1])
+            check_wellformed(d.propose(4), 4, [1, 2, 1])
+
+
+def bool_parameters(name: str) -> list[str]:
+    """Constructor parameters of a registered drafter whose default is a bool."""
+    signature = inspect.signature(lookup.get(name))
+    return [p.name for p in signature.parameters.values() if isinstance(p.default, bool)]
+
+
+def test_bool_parameters_are_found():
+    assert "tree" in bool_parameters("voting") and "fallback" in bool_parameters("suffix-automaton")
+
+
+@pytest.mark.parametrize("value", ["yes", "false", 1, None])
+def test_bool_parameters_refuse_other_values(name, value):
+    """``tree="false"`` is truthy: it must be refused, naming the parameter, not switch tree mode on."""
+    for param in bool_parameters(name):
+        with pytest.raises((TypeError, ValueError), match=param):
+            lookup.create(name, **{param: value})

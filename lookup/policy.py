@@ -1,0 +1,93 @@
+"""The cost-aware policy shared by drafters that size their own drafts (``adaptive``, ``recycling``).
+
+Two pieces, both pure numpy:
+
+* :class:`DecayedRate`: acceptance rates learnt within a sequence, as decayed hit and trial
+  counts per cell (recent steps weigh more) smoothed towards a prior;
+* :func:`best_cut`: how many leading draft nodes to send, the count ``k`` that maximises
+  expected committed tokens per second, ``(1 + sum_{i<k} P(node i on the accepted path)) / cost[k]``.
+  The ``1`` is the token the target commits on its own after every forward.
+"""
+
+from __future__ import annotations
+
+from types import EllipsisType
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from lookup.cost import CostProfile
+
+
+def smoothed_rate(hits: np.ndarray, trials: np.ndarray, prior: np.ndarray, strength: float) -> np.ndarray:
+    """``(hits + strength * prior) / (trials + strength)``: the prior counts as ``strength`` trials.
+
+    All arrays share one shape (or broadcast); so does the result.
+    """
+    return (hits + strength * prior) / (trials + strength)
+
+
+class DecayedRate:
+    """Hit rates per cell of a fixed shape, learnt from decayed counts and smoothed towards a prior.
+
+    Callers add to ``trials`` and ``hits`` (both ``[*shape]`` float64) where they observed a
+    trial and a hit, and call :meth:`age` once per step before adding, so that an observation
+    made ``t`` steps ago weighs ``decay**t``.
+    """
+
+    def __init__(self, prior: ArrayLike, strength: float, decay: float) -> None:
+        """
+        Args:
+            prior: the rate assumed before any observation, per cell.  # [*shape]
+            strength: how many observations the prior is worth (> 0).
+            decay: weight kept by past observations per step, in (0, 1].
+        """
+        if strength <= 0 or not 0.0 < decay <= 1.0:
+            raise ValueError(f"strength must be > 0 and decay in (0, 1], got {strength} and {decay}")
+        self.prior = np.asarray(prior, dtype=np.float64)  # [*shape]
+        self.strength = float(strength)
+        self.decay = float(decay)
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every observation (a new sequence)."""
+        self.trials = np.zeros_like(self.prior)  # [*shape] decayed count of trials
+        self.hits = np.zeros_like(self.prior)  # [*shape] decayed count of those that hit
+
+    def age(self) -> None:
+        """One step passes: past observations weigh ``decay`` times less."""
+        self.trials *= self.decay
+        self.hits *= self.decay
+
+    def estimate(self, index: int | slice | tuple | EllipsisType = ...) -> np.ndarray:
+        """The smoothed rates of ``self.prior[index]`` (all cells by default)."""
+        return smoothed_rate(self.hits[index], self.trials[index], self.prior[index], self.strength)
+
+
+def chain_path_probs(acceptance: np.ndarray) -> np.ndarray:
+    """P(the first i+1 nodes of a chain are all accepted), from P(node i | nodes before it).
+
+    ``acceptance``: [n] -> [n].
+    """
+    return np.cumprod(acceptance)
+
+
+def forward_costs(profile: CostProfile, n: int, context: int | None = None) -> np.ndarray:
+    """Seconds of a forward that verifies ``k`` draft nodes (``k + 1`` tokens), k = 0..n.  # [n+1]"""
+    return np.array([profile.cost(k + 1, context) for k in range(n + 1)])
+
+
+def best_cut(path_probs: np.ndarray, costs: np.ndarray) -> int:
+    """How many leading nodes to send: the ``k`` in ``0..n`` with the most expected tokens per second.
+
+    Args:
+        path_probs: P(node i is on the accepted path), nodes in the order they would be sent;
+            every prefix must be a valid draft (a chain, or a tree listed parents first).  # [n]
+        costs: forward cost with ``k`` nodes, k = 0..n (at least n + 1 entries; extra ones unused).  # [>= n+1]
+
+    Returns:
+        ``argmax_k (1 + sum(path_probs[:k])) / costs[k]``; the smallest such ``k`` on ties.
+    """
+    n = len(path_probs)
+    expected = 1.0 + np.concatenate([[0.0], np.cumsum(path_probs)])  # [n+1] committed tokens per forward
+    return int(np.argmax(expected / np.asarray(costs, dtype=np.float64)[: n + 1]))

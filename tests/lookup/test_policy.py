@@ -1,0 +1,125 @@
+"""The shared cost-aware policy against brute-force references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lookup.cost import CPU_SMOLLM2, CostProfile
+from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs, smoothed_rate
+
+probabilities = st.floats(0.0, 1.0)
+positive_costs = st.floats(0.01, 100.0)
+
+
+def brute_rate(path_probs: list[float], costs: list[float], k: int) -> float:
+    return (1.0 + sum(path_probs[:k])) / costs[k]
+
+
+@st.composite
+def cut_cases(draw):
+    n = draw(st.integers(0, 20))
+    path_probs = draw(st.lists(probabilities, min_size=n, max_size=n))
+    costs = draw(st.lists(positive_costs, min_size=n + 1, max_size=n + 6))  # extra entries are unused
+    return path_probs, costs
+
+
+@settings(max_examples=300, deadline=None)
+@given(cut_cases())
+def test_best_cut_maximises_expected_tokens_per_second(case):
+    path_probs, costs = case
+    k = best_cut(np.asarray(path_probs), np.asarray(costs))
+    n = len(path_probs)
+    assert 0 <= k <= n
+    rates = [brute_rate(path_probs, costs, j) for j in range(n + 1)]
+    assert rates[k] == pytest.approx(max(rates), rel=1e-12)
+    # ties go to the shortest draft: every shorter one is worse, beyond rounding
+    assert all(rates[j] < rates[k] * (1 + 1e-12) for j in range(k))
+
+
+def test_best_cut_by_hand():
+    flat = np.ones(6)
+    assert best_cut(np.array([0.5, 0.4, 0.1]), flat) == 3  # free nodes: send everything
+    assert best_cut(np.zeros(3), flat) == 0  # worthless nodes, equal rates: the shortest draft
+    assert best_cut(np.array([0.9, 0.9]), np.array([1.0, 3.0, 3.0])) == 0  # 1.9 / 3 < 1
+    assert best_cut(np.array([0.9, 0.9]), np.array([1.0, 1.5, 1.6])) == 2  # 2.8 / 1.6 > 1.9 / 1.5 > 1
+    assert best_cut(np.zeros(0), np.array([2.0])) == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(probabilities, max_size=20))
+def test_chain_path_probs_is_the_probability_that_every_node_so_far_is_accepted(acceptance):
+    got = chain_path_probs(np.asarray(acceptance, dtype=np.float64))
+    assert got.shape == (len(acceptance),)
+    assert got.tolist() == pytest.approx([float(np.prod(acceptance[: i + 1])) for i in range(len(acceptance))])
+
+
+@pytest.mark.parametrize("profile", [CPU_SMOLLM2, CostProfile.flat(64)])
+@pytest.mark.parametrize("context", [None, 10, 700, 5000])
+def test_forward_costs_prices_k_nodes_as_k_plus_one_tokens(profile, context):
+    got = forward_costs(profile, 40, context)
+    assert got.shape == (41,)
+    assert got.tolist() == [profile.cost(k + 1, context) for k in range(41)]
+
+
+# ---------------------------------------------------------------- decayed rates
+
+
+@st.composite
+def rate_histories(draw):
+    """A prior over a few cells and steps of (cell, hit) observations."""
+    cells = draw(st.integers(1, 5))
+    prior = draw(st.lists(probabilities, min_size=cells, max_size=cells))
+    strength = draw(st.floats(0.1, 10.0))
+    decay = draw(st.sampled_from([1.0, 0.98, 0.9, 0.5]) | st.floats(0.01, 1.0))
+    steps = draw(st.lists(st.lists(st.tuples(st.integers(0, cells - 1), st.booleans()), max_size=6), max_size=15))
+    return np.asarray(prior), strength, decay, steps
+
+
+@settings(max_examples=200, deadline=None)
+@given(rate_histories())
+def test_decayed_rate_equals_weighted_counts(history):
+    prior, strength, decay, steps = history
+    rate = DecayedRate(prior, strength, decay)
+    for step in steps:
+        rate.age()
+        for cell, hit in step:
+            rate.trials[cell] += 1
+            rate.hits[cell] += hit
+    # brute force: an observation made t steps before the last one weighs decay**t
+    last = len(steps) - 1
+    trials = np.zeros(len(prior))
+    hits = np.zeros(len(prior))
+    for t, step in enumerate(steps):
+        for cell, hit in step:
+            trials[cell] += decay ** (last - t)
+            hits[cell] += hit * decay ** (last - t)
+    want = (hits + strength * prior) / (trials + strength)
+    assert rate.estimate().tolist() == pytest.approx(want.tolist(), rel=1e-9, abs=1e-12)
+    for cell in range(len(prior)):
+        assert rate.estimate(cell) == pytest.approx(want[cell], rel=1e-9, abs=1e-12)
+    assert np.all((rate.estimate() >= 0) & (rate.estimate() <= 1))  # a mix of rates is a rate
+    rate.clear()
+    assert rate.estimate().tolist() == pytest.approx(prior.tolist())
+
+
+def test_decayed_rate_over_a_grid_indexes_rows():
+    prior = np.array([[0.2, 0.4], [0.6, 0.8]])
+    rate = DecayedRate(prior, 2.0, 0.5)
+    rate.trials[1, :] += 2
+    rate.hits[1, 0] += 2
+    assert rate.estimate(1).tolist() == pytest.approx([(2 + 1.2) / 4, 1.6 / 4])
+    assert rate.estimate(0).tolist() == pytest.approx([0.2, 0.4])
+    assert rate.estimate().shape == (2, 2)
+
+
+def test_smoothed_rate_counts_the_prior_as_observations():
+    assert smoothed_rate(np.float64(3), np.float64(4), np.float64(0.5), 2.0) == pytest.approx(4 / 6)
+
+
+@pytest.mark.parametrize("strength, decay", [(0.0, 0.5), (-1.0, 0.5), (1.0, 0.0), (1.0, 1.5)])
+def test_decayed_rate_refuses_bad_parameters(strength, decay):
+    with pytest.raises(ValueError):
+        DecayedRate([0.5], strength, decay)
