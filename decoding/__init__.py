@@ -1,9 +1,33 @@
-"""Targets, acceptance rules, the speculative loop, model loading and cost profiles."""
+"""Targets, acceptance rules, the speculative loop, model loading and cost profiles.
 
+``import decoding`` stays light: it loads the loop (numpy, torch, ``lookup.base``) but not
+transformers. Names that need transformers (:class:`ModelTarget`, :func:`load_model`) and the
+loading helpers are imported on first use (PEP 562), so ``decoding.load_model(...)`` and
+``from decoding import ModelTarget`` work as if they were imported here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Imported now, not lazily: ``generate`` is also the name of the submodule, and importing the
+# submodule binds ``decoding.generate`` to the module unless this line rebinds it to the function.
 from decoding.generate import GenerationResult, Stats, StepRecord, generate
-from decoding.loading import cache_dir, default_device, load_model
-from decoding.model_target import ModelTarget
 from decoding.target import Scores, Target
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time these come from __getattr__
+    from decoding.devices import default_device
+    from decoding.loading import cache_dir, load_model
+    from decoding.model_target import ModelTarget
+
+#: lazily imported name -> the module that defines it
+_LAZY = {
+    "ModelTarget": "decoding.model_target",
+    "cache_dir": "decoding.loading",
+    "default_device": "decoding.devices",
+    "load_model": "decoding.loading",
+}
 
 __all__ = [
     "GenerationResult",
@@ -17,3 +41,16 @@ __all__ = [
     "generate",
     "load_model",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import re
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from decoding.devices import synchronize
 from decoding.loading import cache_dir
-from decoding.model_target import ModelTarget, synchronize
 from lookup.cost import CostProfile
 
+if TYPE_CHECKING:  # measuring needs a model; estimating from a profile does not, nor transformers
+    from decoding.model_target import ModelTarget
+
 DEFAULT_SIZES = (1, 2, 3, 4, 6, 8, 10, 12, 16, 24, 32, 48, 64)
-#: cache lengths measured: our prompts run from ~50 to ~2,000 tokens
+#: cache lengths measured; :meth:`CostProfile.cost` interpolates between them and extrapolates past the last
 DEFAULT_CONTEXTS = (128, 512, 1024, 2048)
 #: the profile's one-dimensional ``seconds`` is the row of the measured context nearest this
 REFERENCE_CONTEXT = 512

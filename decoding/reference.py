@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 
-from decoding.model_target import ModelTarget, synchronize
+from decoding.devices import synchronize
+
+if TYPE_CHECKING:
+    from decoding.model_target import ModelTarget
 
 
 @dataclass

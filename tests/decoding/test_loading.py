@@ -47,3 +47,40 @@ def test_embedded_target_exposes_model_tokenizer_device_and_chat(embedded):
     text = embedded.tokenizer.decode(ids)
     assert "Hello" in text and "Be brief." in text and text.rstrip().endswith("assistant")
     assert 2 in embedded.eos_token_ids  # <|im_end|>
+
+
+@pytest.fixture
+def nothing_loads(monkeypatch):
+    """Loading anything fails the test: a bad device or dtype must be refused before that."""
+
+    def load(*args, **kwargs):
+        raise AssertionError("started loading before checking the device and dtype")
+
+    monkeypatch.setattr(loading, "embedded_checkpoint", load)
+
+
+def test_cuda_on_a_machine_without_it_is_one_line(monkeypatch, nothing_loads):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(PLDError, match=r"^device 'cuda' is not available on this machine; it has: cpu"):
+        decoding.load_model(device="cuda")
+
+
+def test_an_unknown_device_is_one_line(nothing_loads):
+    with pytest.raises(PLDError, match=r"^device 'tpu9' is not a torch device; this machine has: cpu"):
+        decoding.load_model(device="tpu9")
+
+
+@pytest.mark.parametrize("dtype", ["float33", "int64", "Tensor", 3])
+def test_a_bad_dtype_is_one_line(nothing_loads, dtype):
+    with pytest.raises(PLDError, match=r"^dtype must be a floating torch dtype such as 'float32' or 'bfloat16', got "):
+        decoding.load_model(dtype=dtype)
+
+
+def test_dtype_names_and_dtypes():
+    import torch
+
+    assert loading.resolve_dtype(None) is torch.float32
+    assert loading.resolve_dtype("bfloat16") is torch.bfloat16
+    assert loading.resolve_dtype(torch.float16) is torch.float16
