@@ -1,4 +1,4 @@
-"""What every command-line tool here shares: one-line errors, exit codes, device/thread setup."""
+"""What every command-line tool here shares: one-line errors, exit codes, quiet libraries."""
 
 from __future__ import annotations
 
@@ -45,27 +45,3 @@ def quiet_libraries() -> None:
         hf_logging.disable_progress_bar()
     except ImportError:
         pass
-
-
-def split_top_level(text: str, sep: str) -> list[str]:
-    """Split on ``sep`` outside brackets and quotes: ``"a:b={'x':1}"`` -> ``["a", "b={'x':1}"]``."""
-    parts, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
-
-
-def parse_list(text: str) -> list[str]:
-    """``"a, b,c"`` -> ``["a", "b", "c"]``; commas inside brackets or quotes do not split."""
-    return [part.strip() for part in split_top_level(text, ",") if part.strip()]

@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
 
-from experiments.cli import guarded, parse_list, quiet_libraries  # noqa: E402
+from experiments.cli import guarded, quiet_libraries  # noqa: E402
+from lookup.specs import parse_list, parse_spec  # noqa: E402
+
+import lookup  # noqa: E402
+from experiments.reporting.plots import write_plots  # noqa: E402
+from experiments.reporting.tables import report  # noqa: E402
+from experiments.reporting.wandb_log import log_comparison, resolve_mode  # noqa: E402
+from experiments.running.live import Comparison  # noqa: E402
+from experiments.running.replay import ReplayComparison  # noqa: E402
 
 DEFAULT_METHODS = "hf-greedy,hf-lookup,none,unfold"
 
@@ -56,9 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def default_methods() -> list[str]:
-    import lookup
+def replayable(spec: str) -> bool:
+    """Whether a trace can stand in for the target of ``spec`` (references are filtered later)."""
+    name, params = parse_spec(spec)
+    return name not in lookup.available() or lookup.replayable(name, **params)
 
+
+def default_methods() -> list[str]:
     base = parse_list(DEFAULT_METHODS)
     return base + [n for n in lookup.available() if n not in base]
 
@@ -67,25 +78,16 @@ def default_methods() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     quiet_libraries()
-    from experiments.runner import Comparison
-
-    from experiments.plots import write_plots
-    from experiments.wandb_log import log_comparison, resolve_mode
-
     mode = resolve_mode(args.wandb)  # before any work: a bad value is a one-line error
     methods = parse_list(args.drafters) if args.drafters else default_methods()
     if args.replay and not args.drafters:  # traces cannot serve drafters that read the target's logits
-        import lookup
-
-        methods = [m for m in methods if m not in lookup.available() or lookup.replayable(m)]
+        methods = [m for m in methods if replayable(m)]
     if args.replay:
-        from experiments.replay import ReplayComparison
-
         comparison = ReplayComparison.from_args(args, methods)
     else:
         comparison = Comparison.from_args(args, methods)
     comparison.run()
-    print(comparison.report())
+    print(report(comparison))
     rows = list(comparison.rows.values())
     plots = write_plots(rows, Path(args.results) / f"plots-{comparison.experiment}")
     if plots:

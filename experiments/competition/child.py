@@ -1,6 +1,6 @@
 """The child side of the leaderboard sandbox: one submission, one process, one pipe.
 
-The parent (:mod:`experiments.sandbox`) starts this file as ``python -I -B sandbox_child.py FD`` in
+The parent (:mod:`experiments.competition.sandbox`) starts this file as ``python -I -B child.py FD`` in
 an empty temp dir, with HOME and PLD_LAB_CACHE pointing into that dir and nothing else in the
 environment. It never imports ``experiments`` or ``decoding``: the child holds no trace, no target
 and no path to either; it learns committed tokens only, from the parent, as they are committed.

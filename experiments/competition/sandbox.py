@@ -6,7 +6,7 @@
 
 The parent runs the one decoding loop (``decoding.generate`` over a ``TraceTarget``, or a live
 ``ModelTarget`` for ``--verify``) with a :class:`SandboxedDrafter`: a ``Drafter`` whose calls go
-to the child over one pipe. The child (``experiments/sandbox_child.py``) is a fresh interpreter
+to the child over one pipe. The child (``experiments/competition/child.py``) is a fresh interpreter
 (``python -I``) in an empty temp dir with an empty HOME and cache; it receives the prompt and the
 committed tokens, nothing else, and answers with drafts. See that file for the isolation layers.
 
@@ -18,6 +18,7 @@ trip is recorded beside them.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -28,19 +29,24 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
+from importlib import metadata
 from multiprocessing.connection import Pipe
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from experiments import sandbox_child as child_side
+import decoding
+import lookup
+from decoding.generate import DraftError
+from decoding.loading import cache_dir
+from experiments.competition import child as child_side
+from experiments.running.replay import DRAFT_BUDGET, replay_case
 from lookup.base import Draft, Drafter
 from lookup.errors import PLDError
+from lookup.registry import ENTRY_POINT_GROUP, unknown_name
 
 CHILD_SCRIPT = Path(child_side.__file__).resolve()
-#: the one group name plug-in drafters register under
-ENTRY_POINT_GROUP = "pld_lab.drafters"
 
 
 @dataclass(frozen=True)
@@ -92,21 +98,13 @@ class Submission:
 
     @classmethod
     def entry_point(cls, name: str, display: str | None = None, params: dict | None = None) -> "Submission":
-        import difflib
-        from importlib import metadata
-
         names = sorted(ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP))
         if name not in names:
-            close = difflib.get_close_matches(name, names, n=3, cutoff=0.4)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-            have = f" (installed: {', '.join(names)})" if names else " (none is installed)"
-            raise PLDError(f"unknown entry point {name!r} in group {ENTRY_POINT_GROUP}{hint}{have}")
+            raise PLDError(f"{unknown_name('entry point', name, names)} (group {ENTRY_POINT_GROUP})")
         return cls(display or name, {"kind": "entry_point", "name": name}, params or {})
 
     @classmethod
     def builtin(cls, name: str, params: dict | None = None) -> "Submission":
-        import lookup
-
         lookup.get(name)  # unknown names raise with suggestions
         return cls(name, {"kind": "builtin", "name": name}, params or {})
 
@@ -124,9 +122,6 @@ class Submission:
 
 
 def _entry_point_roots(name: str) -> list[str]:
-    import importlib.util
-    from importlib import metadata
-
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == name:
             top = ep.value.split(":")[0].split(".")[0]
@@ -158,7 +153,7 @@ class Sandbox:
                  deny: Sequence[str | Path] = (), landlock: bool = True, audit_hook: bool = True) -> None:
         self.submission, self.vocab_size, self.limits = submission, int(vocab_size), limits
         self.landlock, self.audit_hook = landlock, audit_hook  # turning a layer off is for tests
-        self.deny = [os.path.realpath(p) for p in [*deny, _cache_dir()]]
+        self.deny = [os.path.realpath(p) for p in [*deny, cache_dir()]]
         self.isolation = "?"
         self.setup_s = 0.0
         self.log_tail = ""
@@ -181,8 +176,6 @@ class Sandbox:
         self.close()
 
     def roots(self) -> list[str]:
-        import lookup
-
         lookup_dir = str(Path(lookup.__file__).resolve().parent)
         reads = child_side.read_roots(lookup_dir, tuple(self.submission.extra_roots()))
         # a cache set to a folder that holds the Python installation (PLD_LAB_CACHE=$HOME) cannot be
@@ -196,8 +189,6 @@ class Sandbox:
 
     def start(self) -> None:
         """Start the child and wait until the submission is loaded and warmed up."""
-        import lookup
-
         reads = self.roots()
         _refresh_kernel_caches()
         _sweep_stale_dirs()
@@ -339,11 +330,8 @@ class Sandbox:
     def drafter(self) -> "SandboxedDrafter":
         return SandboxedDrafter(self)
 
-    def replay(self, case, profile, draft_budget: int = 32):
-        """``experiments.traces.replay_case`` through the sandbox: (GenerationResult, parent round-trip s)."""
-        from decoding.generate import DraftError
-        from experiments.traces import replay_case
-
+    def replay(self, case, profile, draft_budget: int = DRAFT_BUDGET):
+        """``experiments.running.replay.replay_case`` through the sandbox: (GenerationResult, parent round-trip s)."""
         drafter = self.drafter()
         try:
             out = replay_case(case, drafter, profile, draft_budget=draft_budget)
@@ -356,9 +344,6 @@ class Sandbox:
 
     def generate(self, target, prompt, max_new_tokens: int, **kwargs):
         """``decoding.generate`` on any target (a live model for --verify) with the sandboxed drafter."""
-        import decoding
-        from decoding.generate import DraftError
-
         drafter = self.drafter()
         try:
             out = decoding.generate(target, prompt, drafter, max_new_tokens, **kwargs)
@@ -395,8 +380,6 @@ def _refresh_kernel_caches() -> None:
     if _caches_fresh:
         return
     _caches_fresh = True
-    import lookup
-
     for name, cls in list(lookup.registry._REGISTRY.items()):
         if cls.__module__.startswith("lookup."):
             try:
@@ -407,12 +390,6 @@ def _refresh_kernel_caches() -> None:
 
 def _ms(seconds: float) -> str:
     return f"{1e3 * seconds:.0f} ms" if seconds < 1 else f"{seconds:g} s"
-
-
-def _cache_dir() -> Path:
-    from decoding.loading import cache_dir
-
-    return cache_dir()
 
 
 class SandboxedDrafter(Drafter):

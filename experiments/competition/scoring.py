@@ -1,55 +1,39 @@
-"""Scoring for the leaderboard: benchmark identity, per-category scores, and the lookup oracle.
+"""Scoring for the leaderboard: benchmark identity, per-group scores, and the lookup oracle.
 
-    bench = benchmark_hash(sets)                 # which traces (and cost profile) a score belongs to
-    rows = [case_row(case, steps, cpu, GPU_PROFILE) for ...]
-    scores = entry_scores(rows)                  # per group: tau, est. speedup (CPU / GPU), drafter µs
+    info = benchmark_info(sets, folder)          # which traces (and cost profile) a score belongs to
+    cpu, gpu = board_rows(case, spec, params, run, profile)   # one case, priced under each profile
+    scores = entry_scores(cpu_rows, gpu_rows)    # per group: tau, est. speedup (CPU / GPU), drafter µs
     steps = oracle_steps(case, cpu)              # the best any lookup of the context could do
 
-Groups are categories with multi-turn prompts split per turn (``experiments.runner.group_of``).
-The rank is the geometric mean over groups of the estimated speedup under the CPU profile, so each
-category weighs the same whatever its length; the large-GPU profile is shown beside it.
+Groups are categories with multi-turn prompts split per turn (``CaseResult.group``). The rank is
+the geometric mean over groups of the estimated speedup under the CPU profile, so each group weighs
+the same whatever its length; the large-GPU profile is shown beside it. Estimates rate the decoding
+phase (every entry pays the same prefill) and pool as ratios of estimated total times.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-from dataclasses import asdict
-from typing import Iterable, Sequence
+import dataclasses
+from typing import Sequence
 
 import numpy as np
 
-from decoding.cost import estimated_speedup
 from decoding.generate import StepRecord
+from experiments.benchmarks.traces import TraceCase, benchmark_hash
+from experiments.reporting.summary import est_speedup_of, geo_mean, summarize
+from experiments.running.methods import Run
+from experiments.running.rows import CaseResult, case_result
 from lookup.cost import CostProfile
 
 #: the oracle's longest draft, in tokens
 ORACLE_CAP = 64
 #: the large-GPU regime: verifying up to 64 tokens costs one forward of a 7B-class model on a big
-#: GPU (~25 ms), so that drafter microseconds weigh what they would weigh there
+#: GPU, so that drafter microseconds weigh what they would weigh there
 GPU_FORWARD_S = 0.025
 GPU_PROFILE = CostProfile.flat(64, seconds=GPU_FORWARD_S, name="large GPU (flat up to 64 tokens)")
 
 
 # -- which benchmark ---------------------------------------------------------------------------------
-def benchmark_hash(sets) -> str:
-    """A hash of what is scored: every case of every trace file (by task name) and the cost profile.
-
-    Hashes the decoded cases rather than the gzip bytes, so that recompressing a file (gzip headers
-    hold a time stamp) keeps the hash, and a cut tail that the reader drops does not count.
-    """
-    h = hashlib.sha256()
-    for trace_set in sorted(sets, key=lambda s: s.task):
-        h.update(f"task {trace_set.task} {len(trace_set.cases)}\n".encode())
-        for case in trace_set.cases:
-            h.update(json.dumps(asdict(case), sort_keys=True).encode())
-            h.update(b"\n")
-    profiles = sorted({s.profile.to_json() for s in sets})
-    h.update("\n".join(profiles).encode())
-    return h.hexdigest()[:16]
-
-
 def benchmark_info(sets, folder) -> dict:
     """What a reader of the board needs to know about the benchmark behind it."""
     cpu = sets[0].profile
@@ -67,49 +51,35 @@ def benchmark_info(sets, folder) -> dict:
 
 
 # -- rows and scores ---------------------------------------------------------------------------------
-def case_row(case, steps: Sequence[StepRecord], cpu: CostProfile, gpu: CostProfile = GPU_PROFILE) -> dict:
-    """One replayed case, as the numbers the board aggregates."""
-    tokens = sum(s.committed for s in steps)
-    drafter_s = sum(s.drafter_s for s in steps)
-    return {
-        "case": case.case, "category": case.category, "turn": case.turn,
-        "new_tokens": tokens, "forwards": len(steps),
-        "drafted": sum(s.drafted for s in steps), "accepted": sum(s.accepted for s in steps),
-        # the board rates the decoding phase: every entry pays the same prefill
-        "est_speedup": estimated_speedup(steps, cpu, with_prefill=False),
-        "est_speedup_gpu": estimated_speedup(steps, gpu, with_prefill=False),
-        "drafter_us_per_step": 1e6 * drafter_s / max(len(steps), 1),
-    }
+def board_rows(case: TraceCase, spec: str, params: dict, run: Run, cpu: CostProfile,
+               benchmark: str = "") -> tuple[CaseResult, CaseResult]:
+    """One replayed case as rows priced under the CPU profile and the large-GPU one (decoding phase)."""
+    common = dict(experiment=benchmark, code="", with_prefill=False, measured=False, keep_tokens=False)
+    return tuple(case_result(case.case, case.category, case.turn, len(case.prompt), spec, params, run,
+                             profile=profile, **common) for profile in (cpu, GPU_PROFILE))
 
 
-def geo_mean(values: Iterable[float]) -> float | None:
-    values = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
-
-
-def group_scores(rows: Sequence[dict]) -> dict:
+def group_scores(cpu: Sequence[CaseResult], gpu: Sequence[CaseResult]) -> dict:
     """Aggregate one entry's rows (any subset): tau, estimated speedups, drafter µs per step."""
-    from experiments.plots import est_speedup_of, summarize
-
-    s = summarize(rows)
-    gpu = est_speedup_of([{**r, "est_speedup": r.get("est_speedup_gpu")} for r in rows])
+    s = summarize(cpu)
     return {
         "cases": s["n"], "new_tokens": s["new_tokens"], "forwards": s["forwards"], "tau": s["tau"],
-        "est_speedup": s["est_speedup"], "est_speedup_gpu": gpu,
+        "est_speedup": s["est_speedup"], "est_speedup_gpu": est_speedup_of(gpu),
         "drafter_us_per_step": s["drafter_us_per_step"], "acceptance": s["acceptance"],
     }
 
 
-def entry_scores(rows: Sequence[dict]) -> dict:
+def entry_scores(cpu: Sequence[CaseResult], gpu: Sequence[CaseResult]) -> dict:
     """Per-group scores, and the entry's headline numbers: score (geo-mean over groups of the CPU
-    estimated speedup, what the board ranks by), score_gpu, and pooled tau and drafter µs/step."""
-    from experiments.runner import group_of
-
-    by_group: dict[str, list[dict]] = {}
-    for r in rows:
-        by_group.setdefault(group_of(r), []).append(r)
-    groups = {g: group_scores(rs) for g, rs in sorted(by_group.items())}
-    pooled = group_scores(rows)
+    estimated speedup, what the board ranks by), score_gpu, and pooled tau and drafter µs/step.
+    ``cpu[i]`` and ``gpu[i]`` are the same case under the two profiles."""
+    by_group: dict[str, tuple[list[CaseResult], list[CaseResult]]] = {}
+    for c, g in zip(cpu, gpu, strict=True):
+        mine = by_group.setdefault(c.group, ([], []))
+        mine[0].append(c)
+        mine[1].append(g)
+    groups = {name: group_scores(*pair) for name, pair in sorted(by_group.items())}
+    pooled = group_scores(cpu, gpu)
     return {
         "groups": groups,
         "score": geo_mean(g["est_speedup"] for g in groups.values()),
@@ -162,7 +132,7 @@ def oracle_accepts(seq: Sequence[int] | np.ndarray, start: int, cap: int = ORACL
     return np.asarray(out, dtype=np.int64)
 
 
-def oracle_steps(case, profile: CostProfile, cap: int = ORACLE_CAP) -> list[StepRecord]:
+def oracle_steps(case: TraceCase, profile: CostProfile, cap: int = ORACLE_CAP) -> list[StepRecord]:
     """The oracle's steps over one trace case: it drafts exactly the run it knows will be accepted."""
     seq = np.concatenate([np.asarray(case.prompt, dtype=np.int64), np.asarray(case.output, dtype=np.int64)])
     steps, context = [], len(case.prompt)
@@ -172,8 +142,9 @@ def oracle_steps(case, profile: CostProfile, cap: int = ORACLE_CAP) -> list[Step
     return steps
 
 
-def cost_aware_oracle_speedup(case, profile: CostProfile, cap: int = ORACLE_CAP) -> float:
-    """The estimated-speedup ceiling of lookup under ``profile``: the oracle that also knows the
+def cost_aware_oracle_times(case: TraceCase, profile: CostProfile, cap: int = ORACLE_CAP) -> tuple[float, float]:
+    """(plain decoding's seconds, the best run's seconds) of the cost-aware oracle under ``profile``
+    (decoding phase): the estimated-speedup ceiling of lookup is their ratio, the oracle that also knows the
     cost of a forward, and drafts a prefix of the longest correct run (possibly nothing) wherever
     that makes the whole generation cheapest (dynamic programming over positions).
 
@@ -184,7 +155,7 @@ def cost_aware_oracle_speedup(case, profile: CostProfile, cap: int = ORACLE_CAP)
     runs = oracle_runs(seq, len(case.prompt), cap)
     n = len(runs)
     if n == 0:
-        return 0.0
+        return 0.0, 0.0
     start = len(case.prompt)
     best = np.zeros(n + 1)
     plain = 0.0
@@ -196,4 +167,23 @@ def cost_aware_oracle_speedup(case, profile: CostProfile, cap: int = ORACLE_CAP)
         k = np.arange(int(runs[pos]) + 1)
         best[pos] = np.min(cheapest[k] + best[pos + k + 1])
         plain += costs[0]
-    return plain / best[0]
+    return plain, float(best[0])
+
+
+def cost_aware_oracle_speedup(case: TraceCase, profile: CostProfile, cap: int = ORACLE_CAP) -> float:
+    """The estimated-speedup ceiling of lookup under ``profile`` (see :func:`cost_aware_oracle_times`)."""
+    plain, best = cost_aware_oracle_times(case, profile, cap)
+    return plain / best if best else 0.0
+
+
+def oracle_rows(case: TraceCase, profile: CostProfile, benchmark: str = "",
+                cap: int = ORACLE_CAP) -> tuple[CaseResult, CaseResult, CaseResult]:
+    """The oracle on one case: its rows under the CPU and GPU profiles, and the cost-aware
+    oracle's CPU row (the same steps, priced at the cost-aware ceiling)."""
+    steps = oracle_steps(case, profile, cap)
+    run = Run(tokens=list(case.output[: sum(s.committed for s in steps)]), wall_s=0.0, forwards=len(steps),
+              drafted=sum(s.drafted for s in steps), accepted=sum(s.accepted for s in steps), steps=steps,
+              has_drafter=True)
+    cpu, gpu = board_rows(case, "oracle", {"cap": cap}, run, profile, benchmark)
+    plain, best = cost_aware_oracle_times(case, profile, cap)
+    return cpu, gpu, dataclasses.replace(cpu, est_plain_s=plain, est_run_s=best)

@@ -1,11 +1,10 @@
-"""Plots of comparison rows (the JSONL written by ``experiments.runner``): PNG files, no display.
+"""Plots of result rows: PNG files, no display.
 
     paths = write_plots(rows, out_dir)   # speedup_by_category.png, accepted_lengths.png, tau_vs_context.png
 
-Every plot is optional: a plot whose data is missing (no drafter rows, no per-step fields, a
+Every plot is optional: a plot whose data is missing (no drafter rows, no per-step records, a
 single method...) is skipped rather than drawn empty, and only the files written are returned.
-``summarize`` is the one place rows are aggregated; the W&B logger uses it too, so the numbers
-in the plots, the W&B summaries and the text tables agree.
+Aggregates come from ``experiments.reporting.summary``, as the tables' and W&B's do.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 import matplotlib
 
@@ -22,141 +21,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
+from experiments.reporting.summary import (ALL, by_method_and_group, est_speedup_of, group_order,  # noqa: E402
+                                           is_drafter, method_order, speedup_of)
+from experiments.running.rows import CaseResult  # noqa: E402
+
 DPI = 120
-ALL = "all"  # the extra group that pools every row
-
-
-# -- aggregation ---------------------------------------------------------------------------------
-def _num(value) -> float | None:
-    """A finite float, or None (missing fields, None, NaN and inf all read as missing)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
-def group_key(row: dict) -> str:
-    """The row's task group: its category, split per turn for multi-turn prompts (see runner.group_of)."""
-    from experiments.runner import group_of  # lazy: the runner imports this module, and torch
-
-    try:
-        return group_of(row)
-    except (KeyError, AttributeError, TypeError):
-        return str(row.get("category") or "?")
-
-
-def method_order(rows: Iterable[dict]) -> list[str]:
-    """Methods in order of first appearance: the runner writes the reference first."""
-    seen: dict[str, None] = {}
-    for row in rows:
-        if row.get("method") is not None:
-            seen.setdefault(str(row["method"]), None)
-    return list(seen)
-
-
-def group_order(rows: Iterable[dict]) -> list[str]:
-    return sorted({group_key(r) for r in rows})
-
-
-def is_drafter(rows: Sequence[dict]) -> bool:
-    """Rows of a method that drafted something: has per-step accepted lengths and drafted > 0.
-
-    hf-greedy and hf-lookup record no steps; the ``none`` drafter records steps but never drafts.
-    """
-    steps = any(r.get("accepted_lengths") for r in rows)
-    drafted = sum(_num(r.get("drafted")) or 0 for r in rows)
-    return steps and drafted > 0
-
-
-def speedup_of(rows: Sequence[dict]) -> float | None:
-    """Reference time / method time over the same cases: sum(wall_s * speedup) / sum(wall_s).
-
-    A row's speedup is ref_wall / wall_s, so the reference's time on that case is wall_s * speedup.
-    A ratio of total times, not a mean of ratios: long prompts weigh as much as they cost.
-    """
-    ref = wall = 0.0
-    for r in rows:
-        w, s = _num(r.get("wall_s")), _num(r.get("speedup"))
-        if w is None or not s or w <= 0 or s <= 0:
-            continue
-        ref += w * s
-        wall += w
-    return ref / wall if wall > 0 else None
-
-
-def est_speedup_of(rows: Sequence[dict]) -> float | None:
-    """Estimated speedup pooled the same way as ``speedup_of``: estimated total times, in ratio.
-
-    Rows carry the estimated times of plain decoding and of the run (``est_plain_s``,
-    ``est_run_s``), so the pool is sum(plain) / sum(run). Older rows carry est_speedup alone;
-    for them plain time is taken as proportional to the tokens generated (no prefill, one
-    cost per token), which makes the pool the token-weighted harmonic mean of est_speedup (used
-    for all rows unless every row has the times).
-    Rows without an estimate are left out; None when none has one.
-    """
-    rows = [r for r in rows if (_num(r.get("est_speedup")) or 0) > 0 and (_num(r.get("new_tokens")) or 0) > 0]
-    if rows and all(_num(r.get("est_run_s")) for r in rows):
-        plain, spent = sum(_num(r.get("est_plain_s")) or 0.0 for r in rows), sum(_num(r["est_run_s"]) for r in rows)
-    else:  # mixed or older rows: one unit for all of them
-        plain = sum(_num(r["new_tokens"]) for r in rows)
-        spent = sum(_num(r["new_tokens"]) / _num(r["est_speedup"]) for r in rows)
-    return plain / spent if spent > 0 else None
-
-
-def summarize(rows: Sequence[dict]) -> dict:
-    """Aggregate metrics of one method's rows (on one group or all): what tables, plots and W&B show.
-
-    Keys: n, new_tokens, forwards, tau (tokens / forwards), tokens_per_s (tokens / wall time),
-    speedup and est_speedup (see their functions), worst_speedup, drafter_us_per_step (per forward),
-    drafted, accepted, acceptance (accepted / drafted), mean_accepted (per step), identical
-    (True / False / None when never checked). Missing values are None.
-    """
-    def total(key: str) -> float:
-        return sum(_num(r.get(key)) or 0 for r in rows)
-
-    tokens, forwards, wall = total("new_tokens"), total("forwards"), total("wall_s")
-    drafted, accepted = total("drafted"), total("accepted")
-    speedups = [s for s in (_num(r.get("speedup")) for r in rows) if s is not None]
-    us = [(_num(r.get("drafter_us_per_step")), _num(r.get("forwards")) or 0) for r in rows]
-    us_weight = sum(f for u, f in us if u is not None)
-    steps = [a for r in rows for a in (r.get("accepted_lengths") or [])]
-    checks = [r["identical"] for r in rows if isinstance(r.get("identical"), bool)]
-    return {
-        "n": len(rows),
-        "new_tokens": int(tokens),
-        "forwards": int(forwards),
-        "tau": tokens / forwards if forwards > 0 else None,
-        "tokens_per_s": tokens / wall if wall > 0 else None,
-        "speedup": speedup_of(rows),
-        "est_speedup": est_speedup_of(rows),
-        "worst_speedup": min(speedups) if speedups else None,
-        "drafter_us_per_step": (sum(u * f for u, f in us if u is not None) / us_weight) if us_weight > 0 else None,
-        "drafted": int(drafted),
-        "accepted": int(accepted),
-        "acceptance": accepted / drafted if drafted > 0 else None,
-        "mean_accepted": float(np.mean(steps)) if steps else None,
-        "identical": (all(checks) if checks else None),
-    }
-
-
-def by_method_and_group(rows: Sequence[dict]) -> dict[tuple[str, str], list[dict]]:
-    """{(method, group): rows}, plus (method, "all") pooling every group."""
-    out: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for r in rows:
-        if r.get("method") is None:
-            continue
-        out[(str(r["method"]), group_key(r))].append(r)
-        out[(str(r["method"]), ALL)].append(r)
-    return dict(out)
 
 
 # -- plots -----------------------------------------------------------------------------------------
-def write_plots(rows: Sequence[dict], out_dir: str | Path) -> list[Path]:
+def write_plots(rows: Sequence[CaseResult], out_dir: str | Path) -> list[Path]:
     """Write every plot the rows support into ``out_dir``; return the paths written (maybe none)."""
-    rows = [r for r in rows if isinstance(r, dict) and r.get("method") is not None]
     out_dir = Path(out_dir)
     written = []
     for name, draw in PLOTS.items():
@@ -180,8 +54,8 @@ def _colors(methods: Sequence[str]) -> dict[str, tuple]:
     return {m: cmap(i % cmap.N) for i, m in enumerate(methods)}
 
 
-def _subtitle(rows: Sequence[dict]) -> str:
-    config = next((r.get("config") for r in rows if isinstance(r.get("config"), dict)), {}) or {}
+def _subtitle(rows: Sequence[CaseResult]) -> str:
+    config = rows[0].config if rows else {}
     bits = [str(config[k]) for k in ("model", "device") if config.get(k)]
     if config.get("max_new_tokens"):
         bits.append(f"max_new_tokens {config['max_new_tokens']}")
@@ -221,7 +95,7 @@ def _bar_panel(ax, methods, groups, values: Callable[[str, str], float | None], 
     return True
 
 
-def plot_speedup_by_category(rows: Sequence[dict]):
+def plot_speedup_by_category(rows: Sequence[CaseResult]):
     """Grouped bars of speedup per task group (and of estimated speedup, when rows carry it)."""
     methods = method_order(rows)
     cells = by_method_and_group(rows)
@@ -230,14 +104,13 @@ def plot_speedup_by_category(rows: Sequence[dict]):
         return None
     groups = groups + ([ALL] if len(groups) > 1 else [])
     colors = _colors(methods)
-    reference = next((r["config"].get("reference") for r in rows if isinstance(r.get("config"), dict)
-                      and r["config"].get("reference")), methods[0])
+    reference = rows[0].config.get("reference") or methods[0]
     subtitle = f" — {_subtitle(rows)}" if _subtitle(rows) else ""
     # (aggregate, y label, title); a panel is drawn only when some row has its field (replay rows
     # carry est_speedup but no wall time, live rows the reverse unless a cost profile was applied)
     panels = [(speedup_of, f"speedup over {reference}\n(total time ratio)", "Speedup by task" + subtitle),
               (est_speedup_of, "estimated speedup\n(cost profile)",
-               "Estimated speedup by task (token-weighted, from the cost profile)")]
+               "Estimated speedup by task (from the cost profile)")]
     panels = [p for p in panels if any(p[0](cells.get((m, g), [])) is not None for m in methods for g in groups)]
     if not panels:
         return None
@@ -257,26 +130,24 @@ def plot_speedup_by_category(rows: Sequence[dict]):
     return fig
 
 
-def _steps(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
+def _steps(rows: Sequence[CaseResult]) -> tuple[np.ndarray, np.ndarray]:
     """(contexts, accepted) per step over rows; a row whose lists disagree in length is cut to the shorter."""
     ctx, acc = [], []
     for r in rows:
-        a = r.get("accepted_lengths") or []
-        c = r.get("contexts") or []
-        n = min(len(a), len(c))
-        acc.extend(a[:n])
-        ctx.extend(c[:n])
+        n = min(len(r.accepted_lengths), len(r.contexts))
+        acc.extend(r.accepted_lengths[:n])
+        ctx.extend(r.contexts[:n])
     return np.asarray(ctx, dtype=float), np.asarray(acc, dtype=float)
 
 
-def _drafters(rows: Sequence[dict]) -> dict[str, list[dict]]:
-    per: dict[str, list[dict]] = defaultdict(list)
+def _drafters(rows: Sequence[CaseResult]) -> dict[str, list[CaseResult]]:
+    per: dict[str, list[CaseResult]] = defaultdict(list)
     for r in rows:
-        per[str(r["method"])].append(r)
+        per[r.method].append(r)
     return {m: rs for m, rs in per.items() if is_drafter(rs)}
 
 
-def plot_accepted_lengths(rows: Sequence[dict]):
+def plot_accepted_lengths(rows: Sequence[CaseResult]):
     """Fraction of steps that accepted k draft tokens, k = 0, 1, ...; one bar series per drafter."""
     drafters = _drafters(rows)
     if not drafters:
@@ -284,7 +155,7 @@ def plot_accepted_lengths(rows: Sequence[dict]):
     colors = _colors(method_order(rows))
     series = {}
     for m, rs in drafters.items():
-        lengths = np.asarray([a for r in rs for a in (r.get("accepted_lengths") or [])], dtype=int)
+        lengths = np.asarray([a for r in rs for a in r.accepted_lengths], dtype=int)
         lengths = lengths[lengths >= 0]
         if lengths.size:
             series[m] = lengths
@@ -325,7 +196,7 @@ def context_bins(contexts: np.ndarray, max_bins: int = 12) -> np.ndarray:
     return np.geomspace(edges[0], edges[-1], max_bins + 1)
 
 
-def plot_tau_vs_context(rows: Sequence[dict], min_steps: int = 3):
+def plot_tau_vs_context(rows: Sequence[CaseResult], min_steps: int = 3):
     """Mean committed tokens per forward (accepted + 1) against context length, one line per drafter.
 
     Steps are pooled over prompts and binned by context length (log-spaced bins shared by all
@@ -366,7 +237,7 @@ def plot_tau_vs_context(rows: Sequence[dict], min_steps: int = 3):
     return fig
 
 
-PLOTS: dict[str, Callable[[Sequence[dict]], "plt.Figure | None"]] = {
+PLOTS: dict[str, Callable[[Sequence[CaseResult]], "plt.Figure | None"]] = {
     "speedup_by_category": plot_speedup_by_category,
     "accepted_lengths": plot_accepted_lengths,
     "tau_vs_context": plot_tau_vs_context,

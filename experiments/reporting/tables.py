@@ -1,13 +1,14 @@
-"""Per-category tables of a comparison: one view of the result rows, shared by live runs and replays."""
+"""Plain-text and Markdown tables: the one renderer, the per-category tables of a comparison, and
+the cost profile as a table."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Sequence
+from typing import Any, Sequence
 
-from experiments.plots import summarize
-from experiments.runner import group_of
-from experiments.table import render
+from experiments.reporting.summary import ALL, summarize
+from experiments.running.rows import CaseResult
+from lookup.cost import CostProfile
 
 #: (header, summarize() key); a column shows only when some method has a value for it
 COLUMNS = [
@@ -24,28 +25,72 @@ COLUMNS = [
 ]
 
 
-def _cell(key: str, value):
+def fmt(value: Any) -> str:
+    """A cell: floats to 3 significant digits (thousands separated above 1000), None as "-"."""
     if value is None:
         return "-"
-    if key == "identical":
+    if isinstance(value, float):
+        # 3 significant digits would print 999.7 as 1e+03: from there on, whole numbers
+        return f"{value:.3g}" if abs(value) < 999.5 else f"{value:,.0f}"
+    return str(value)
+
+
+def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool = False) -> str:
+    """Aligned columns; numbers right-aligned. ``markdown=True`` gives a GitHub table."""
+    cells = [[fmt(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) if rows else False
+               for i in range(len(headers))]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)]
+        return "| " + " | ".join(parts) + " |" if markdown else "  ".join(parts).rstrip()
+
+    out = [line(headers)]
+    out.append("|" + "|".join("-" * (w + 2) for w in widths) + "|" if markdown else "  ".join("-" * w for w in widths))
+    out += [line(r) for r in cells]
+    return "\n".join(out)
+
+
+def _cell(key: str, value):
+    if key == "identical" and value is not None:
         return "yes" if value else "NO"
     return value
 
 
-def method_table(rows: Sequence[dict], order: Sequence[str]) -> str:
+def method_table(rows: Sequence[CaseResult], order: Sequence[str]) -> str:
     """One line per method (in ``order``) over ``rows``."""
-    stats = {m: summarize([r for r in rows if r["method"] == m]) for m in order}
+    stats = {m: summarize([r for r in rows if r.method == m]) for m in order}
     stats = {m: s for m, s in stats.items() if s["n"]}
     shown = [(h, k) for h, k in COLUMNS if any(s[k] is not None for s in stats.values())]
     table = [[m, *(_cell(k, s[k]) for _, k in shown)] for m, s in stats.items()]
     return render(["method", *(h for h, _ in shown)], table)
 
 
-def category_tables(rows: Sequence[dict], order: Sequence[str]) -> str:
-    """A table per category (multi-turn prompts split per turn), then one over everything."""
-    groups: dict[str, list[dict]] = defaultdict(list)
+def category_tables(rows: Sequence[CaseResult], order: Sequence[str]) -> str:
+    """A table per task group (multi-turn prompts split per turn), then one over everything."""
+    groups: dict[str, list[CaseResult]] = defaultdict(list)
     for r in rows:
-        groups[group_of(r)].append(r)
+        groups[r.group].append(r)
     parts = [f"## {g}\n{method_table(groups[g], order)}" for g in sorted(groups)]
-    parts.append(f"## all\n{method_table(rows, order)}")
+    parts.append(f"## {ALL}\n{method_table(rows, order)}")
     return "\n\n".join(parts)
+
+
+def report(comparison) -> str:
+    """A comparison (live or replay) as text: its heading, a table per group, its footer."""
+    parts = [comparison.heading(), category_tables(list(comparison.rows.values()), comparison.order)]
+    return "\n\n".join(p for p in [*parts, comparison.footer()] if p)
+
+
+def format_profile(profile: CostProfile) -> str:
+    """Forward ms by size (rows) and context (columns), each with its multiple of one token."""
+    contexts = profile.contexts or (None,)
+    head = "tokens " + "".join(f"{'ctx ' + str(c) if c else 'forward':>20}" for c in contexts)
+    lines = [head]
+    for n in profile.sizes:
+        cells = (f"{1e3 * profile.cost(n, c):8.1f} ms ({profile.relative(n, c):.2f}x)" for c in contexts)
+        lines.append(f"{n:>6} " + "".join(f"{cell:>20}" for cell in cells))
+    if profile.prefill:
+        lines.append("prefill" + "".join(f"{1e3 * p:17.1f} ms" for p in profile.prefill))
+    return "\n".join(lines)

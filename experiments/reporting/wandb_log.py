@@ -7,7 +7,7 @@ One run per (method, task group), all runs of an experiment in one W&B group, wi
 ``job_type`` = task group and name ``method/group``: filter by job type in the UI and the
 drafters sit side by side. Each run holds the method's parameters and the decoding settings
 as config, a per-prompt table, a histogram of accepted draft lengths and the aggregate metrics
-(the same ``plots.summarize`` the plots use) as its summary. One more run named ``summary``
+(the same ``summary.summarize`` the tables and plots use) as its summary. One more run named ``summary``
 holds the methods x groups comparison table and the plots.
 
 No network is needed: offline runs are written under ``out_dir/wandb`` (upload later with
@@ -28,7 +28,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from experiments.plots import ALL, by_method_and_group, group_order, method_order, summarize
+from experiments.reporting.summary import ALL, by_method_and_group, group_order, method_order, summarize
+from experiments.running.rows import CaseResult
 from lookup.errors import PLDError
 
 MODES = ("online", "offline", "off")
@@ -94,30 +95,27 @@ def _clean(value):
     return value
 
 
-def run_config(method: str, group: str, rows: Sequence[dict]) -> dict:
+def run_config(method: str, group: str, rows: Sequence[CaseResult]) -> dict:
     """The W&B config of one (method, group) run: method, its parameters, the comparison's settings."""
     first = rows[0]
-    config = dict(first.get("config") or {})  # model, device, dtype, max_new_tokens, temperature, ...
+    config = dict(first.config)  # model, device, dtype, max_new_tokens, temperature, versions, ...
     config.update({
-        "method": method, "group": group, "params": dict(first.get("params") or {}),
-        "experiment": first.get("experiment"), "prompts_logged": len(rows),
-        "git_sha": first.get("git_sha"), "versions": first.get("versions"),
+        "method": method, "group": group, "params": dict(first.params), "experiment": first.experiment,
+        "prompts_logged": len(rows), "git_sha": first.git_sha, "code": first.code,
+        "replay": all(r.replay for r in rows),
     })
-    if any("replay" in r for r in rows):
-        config["replay"] = all(bool(r.get("replay")) for r in rows)
     return config
 
 
-def prompt_table(wandb, rows: Sequence[dict]):
+def prompt_table(wandb, rows: Sequence[CaseResult]):
     """One line per prompt (turn) of one method in one group."""
-    columns = PROMPT_COLUMNS + (["replay"] if any("replay" in r for r in rows) else [])
-    data = [[_clean(r.get(c)) for c in columns] for r in rows]
-    return wandb.Table(columns=columns, data=data)
+    data = [[_clean(getattr(r, c)) for c in PROMPT_COLUMNS] for r in rows]
+    return wandb.Table(columns=PROMPT_COLUMNS, data=data)
 
 
-def accepted_histogram(wandb, rows: Sequence[dict]):
+def accepted_histogram(wandb, rows: Sequence[CaseResult]):
     """Accepted draft tokens per step, one bin per integer length; None when no steps were recorded."""
-    lengths = np.asarray([a for r in rows for a in (r.get("accepted_lengths") or [])], dtype=np.int64)
+    lengths = np.asarray([a for r in rows for a in r.accepted_lengths], dtype=np.int64)
     if lengths.size == 0:
         return None
     top = int(lengths.max())
@@ -127,11 +125,11 @@ def accepted_histogram(wandb, rows: Sequence[dict]):
     return wandb.Histogram(np_histogram=np.histogram(lengths, bins=edges))
 
 
-def summary_metrics(rows: Sequence[dict]) -> dict:
+def summary_metrics(rows: Sequence[CaseResult]) -> dict:
     return {k: _clean(v) for k, v in summarize(rows).items() if v is not None}
 
 
-def comparison_table(wandb, rows: Sequence[dict]):
+def comparison_table(wandb, rows: Sequence[CaseResult]):
     """Methods x groups (and "all"): the comparison's text table as a W&B table."""
     cells = by_method_and_group(rows)
     data = []
@@ -204,9 +202,9 @@ class _Session:
         self.dirs.append(str(Path(run.dir).parent))
 
 
-def log_comparison(rows: Sequence[dict], *, mode: str | None, project: str = "pld-lab", group: str,
+def log_comparison(rows: Sequence[CaseResult], *, mode: str | None, project: str = "pld-lab", group: str,
                    plots: Sequence[Path] = (), out_dir: Path | None = None) -> list[str]:
-    """Log ``rows`` (``Comparison`` rows) to W&B; return the local run folders written.
+    """Log ``rows`` (result rows of one comparison) to W&B; return the local run folders written.
 
     ``mode`` goes through ``resolve_mode`` (None = online if logged in, else offline); "off" or no
     rows log nothing. ``group`` names the W&B group (use the experiment hash); ``plots`` are PNGs
@@ -215,7 +213,7 @@ def log_comparison(rows: Sequence[dict], *, mode: str | None, project: str = "pl
     for W&B trouble: it warns on stderr in one line and returns the runs logged so far.
     """
     mode = resolve_mode(mode)
-    rows = [r for r in rows if isinstance(r, dict) and r.get("method") is not None]
+    rows = list(rows)
     if mode == "off" or not rows:
         return []
     if mode == "online" and not logged_in():  # wandb would prompt for a key (and block) on a terminal
@@ -244,7 +242,7 @@ def log_comparison(rows: Sequence[dict], *, mode: str | None, project: str = "pl
     return session.dirs
 
 
-def _log_all(wandb, session: _Session, rows: list[dict], plots: Sequence[Path]) -> None:
+def _log_all(wandb, session: _Session, rows: list[CaseResult], plots: Sequence[Path]) -> None:
     cells = by_method_and_group(rows)
     for method in method_order(rows):
         for group in group_order(rows):
@@ -259,9 +257,8 @@ def _log_all(wandb, session: _Session, rows: list[dict], plots: Sequence[Path]) 
                         data=data, summary=summary_metrics(mine))
     # the summary run: comparison table, plots, and headline numbers per method (over all groups)
     first = rows[0]
-    config = {**(first.get("config") or {}), "experiment": first.get("experiment"),
-              "methods": method_order(rows), "groups": group_order(rows), "git_sha": first.get("git_sha"),
-              "versions": first.get("versions")}
+    config = {**first.config, "experiment": first.experiment, "methods": method_order(rows),
+              "groups": group_order(rows), "git_sha": first.git_sha}
     data = {"comparison": comparison_table(wandb, rows)}
     for path in plots:
         path = Path(path)

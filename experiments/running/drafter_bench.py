@@ -1,6 +1,4 @@
-"""Micro-benchmark of every registered drafter: propose/extend cost and memory vs context length.
-
-    python experiments/bench_drafters.py [--sizes 1k,8k,32k,128k,1M] [--json PATH] [--quick]
+"""Micro-benchmark of drafters: propose/extend cost and memory vs context length (``bench_drafters.py``).
 
 For each data set (random ids over a 50k vocabulary; real text tokenized with the embedded
 SmolLM2 tokenizer, or a word-level fallback, repeated to 1M tokens) and each context size:
@@ -15,23 +13,18 @@ SmolLM2 tokenizer, or a word-level fallback, repeated to 1M tokens) and each con
 
 References: the published function ``lookup.unfold.find_candidate_pred_tokens`` and
 transformers' ``PromptLookupCandidateGenerator.get_candidates``, timed per call on the same
-contexts. Prints a table and PASS/FAIL per target, writes JSON (default
-``results/bench_drafters.json``).
+contexts.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import json
-import os
-import platform
 import re
 import sys
 import time
 import tracemalloc
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import numpy as np
@@ -39,16 +32,13 @@ import torch
 
 import lookup
 from lookup import Drafter
+from lookup.specs import parse_spec
 from lookup.unfold import find_candidate_pred_tokens
 
 BUDGET = 10  # draft nodes asked for per propose, as the original PLD drafts 10 tokens
 CHUNK = 2  # committed tokens per step: about what a decoding step accepts
 MIN_STEPS = 5
 VOCAB = 50_000
-
-# drafters whose constructor needs arguments get them here; others use lookup.create(name)
-FACTORIES: dict[str, Callable[[], Drafter]] = {}
-
 
 @dataclass
 class Row:
@@ -138,8 +128,10 @@ def array_bytes(obj: object, seen: set[int] | None = None, depth: int = 0) -> in
     return 0
 
 
-def make_drafter(name: str) -> Drafter:
-    return FACTORIES.get(name, lambda: lookup.create(name))()
+def make_drafter(spec: str) -> Drafter:
+    """A drafter from its spec, ``name`` or ``name:key=value:...``."""
+    name, params = parse_spec(spec)
+    return lookup.create(name, **params)
 
 
 def bench_drafter(name: str, tokens: np.ndarray, size: int, seconds: float, max_steps: int) -> Row:
@@ -290,34 +282,6 @@ def judge(rows: list[Row], sizes: list[int]) -> list[Target]:
 # ---------------------------------------------------------------------- output
 
 
-def fmt(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
-def table(rows: list[Row]) -> str:
-    head = ("dataset", "size", "method", "propose us", "extend us/tok", "step us", "mean step", "reset us/tok", "B/tok", "traced B/tok", "steps", "draft")
-    lines = [head]
-    for r in rows:
-        lines.append(
-            (
-                r.dataset,
-                human(r.size),
-                r.method,
-                fmt(r.propose_us),
-                fmt(r.extend_us_per_token),
-                fmt(r.step_us),
-                fmt(r.mean_step_us),
-                fmt(r.reset_us_per_token),
-                fmt(r.bytes_per_token, 1),
-                fmt(r.traced_bytes_per_token, 1),
-                str(r.steps),
-                fmt(r.mean_draft, 1),
-            )
-        )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    return "\n".join("  ".join(c.rjust(w) if i >= 3 else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths))) for line in lines)
-
-
 def human(n: int) -> str:
     return f"{n >> 20}M" if n % (1 << 20) == 0 else f"{n >> 10}k" if n % 1024 == 0 else str(n)
 
@@ -330,82 +294,3 @@ def jobs(sizes: list[int], methods: list[str], with_refs: bool) -> Iterator[tupl
         for size in sizes:
             for m in methods + (["published-fn", "hf-prompt-lookup"] if with_refs else []):
                 yield dataset, size, m
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="1k,8k,32k,128k,1M", help="context sizes, e.g. 1k,32k,1M")
-    ap.add_argument("--json", default="results/bench_drafters.json", help="where to write the results")
-    ap.add_argument("--quick", action="store_true", help="small sizes, short timings (a smoke test)")
-    ap.add_argument("--drafters", default=None, help="comma-separated subset of drafters (default: all)")
-    # One thread by default: lookup runs between forwards, and on a small shared CPU a torch
-    # thread pool waiting for a busy core turns 0.1 ms ops into 50 ms outliers.
-    ap.add_argument("--threads", type=int, default=1, help="torch threads for the torch-based methods")
-    args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    from tqdm import tqdm
-
-    sizes = [parse_size(s) for s in ("1k,8k,32k" if args.quick else args.sizes).split(",")]
-    seconds, max_steps = (0.1, 200) if args.quick else (0.6, 2000)
-    # drafters that read the target's logits get none here: their propose would be a lookup alone
-    methods = args.drafters.split(",") if args.drafters else [n for n in lookup.available() if lookup.replayable(n)]
-    extra = CHUNK * max_steps + 16
-    data = {"random": random_tokens(max(sizes) + extra)}
-    data["text"], tokenizer = text_tokens(max(sizes) + extra)
-    refs = {"published-fn": published, "hf-prompt-lookup": hf_reference()}
-
-    rows: list[Row] = []
-    load_before = os.getloadavg()  # other work on the machine inflates every timing below
-    started = time.perf_counter()
-    todo = list(jobs(sizes, methods, with_refs=True))
-    for dataset, size, method in tqdm(todo, desc="bench", unit="run"):
-        tokens = data[dataset]
-        if method in refs:
-            if refs[method] is None:
-                continue
-            row = bench_reference(method, refs[method], tokens, size, seconds, max_steps)
-        else:
-            row = bench_drafter(method, tokens, size, seconds, max_steps)
-        row.dataset = dataset
-        rows.append(row)
-
-    targets = judge(rows, sizes)
-    print()
-    print(table(rows))
-    print()
-    for t in targets:
-        print(f"{t.name}: " + "; ".join(f"{ds} {v}" for ds, v in t.verdicts.items()))
-    elapsed = time.perf_counter() - started
-    print(f"\n{len(rows)} runs in {elapsed:.0f} s; text tokenized with the {tokenizer}; load average {load_before[0]:.1f} -> {os.getloadavg()[0]:.1f}")
-
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "meta": {
-                    "sizes": sizes,
-                    "budget": BUDGET,
-                    "chunk": CHUNK,
-                    "tokenizer": tokenizer,
-                    "torch_threads": args.threads,
-                    "python": platform.python_version(),
-                    "machine": platform.machine(),
-                    "processor": platform.processor(),
-                    "seconds": elapsed,
-                    "loadavg_before_after": [load_before[0], os.getloadavg()[0]],
-                    "cpus": os.cpu_count(),
-                    "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                },
-                "rows": [asdict(r) for r in rows],
-                "targets": [asdict(t) for t in targets],
-            },
-            indent=1,
-        )
-    )
-    print(f"wrote {out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,8 +7,6 @@ A method is named by a spec string: a drafter name with optional parameters
 from __future__ import annotations
 
 import abc
-import ast
-import inspect
 import contextlib
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
@@ -17,9 +15,11 @@ import torch
 
 import decoding
 import lookup
+from decoding.generate import GenerationResult, StepRecord
 from decoding.reference import hf_generate
-from experiments.cli import split_top_level
+from lookup.cost import CostProfile
 from lookup.errors import PLDError
+from lookup.specs import parse_spec
 
 
 @dataclass
@@ -43,7 +43,7 @@ class Sampling:
 
 @dataclass
 class Run:
-    """One method on one prompt."""
+    """One method on one prompt, as measured; ``experiments.running.rows`` turns it into a row."""
 
     tokens: list[int]
     wall_s: float
@@ -52,19 +52,21 @@ class Run:
     accepted: int = 0
     drafter_s: float = 0.0
     forward_s: float = 0.0
-    accepted_lengths: list[int] = field(default_factory=list)  # per step
-    contexts: list[int] = field(default_factory=list)  # context length per step
-    drafted_lengths: list[int] = field(default_factory=list)  # per step
-    steps: list = field(default_factory=list)  # decoding.StepRecord per step (our loop only)
+    steps: list[StepRecord] = field(default_factory=list)  # [forwards] per-step records (our loop only)
     top_rows: int = 0  # top ids per token the drafter read from the target (0: none)
+    has_drafter: bool = False  # our loop with a drafter (transformers' references have none)
+
+    @classmethod
+    def of(cls, result: GenerationResult, wall_s: float | None = None) -> "Run":
+        """The run of our loop's ``result`` (``wall_s`` overrides its own clock, e.g. a replay's)."""
+        s = result.stats
+        return cls(tokens=result.tokens, wall_s=s.wall_s if wall_s is None else wall_s, forwards=s.forwards,
+                   drafted=s.drafted, accepted=s.accepted, drafter_s=s.drafter_s, forward_s=s.forward_s,
+                   steps=s.steps, top_rows=s.top_rows, has_drafter=True)
 
     @property
     def new_tokens(self) -> int:
         return len(self.tokens)
-
-    @property
-    def tau(self) -> float:
-        return self.new_tokens / self.forwards if self.forwards else 0.0
 
 
 class Method(abc.ABC):
@@ -114,25 +116,21 @@ class DrafterMethod(Method):
         self.spec, self.name, self._params = spec, name, params
         lookup.create(name, **params)  # fail now, not halfway through a run
 
-    def make(self, target, profile=None) -> lookup.Drafter:
-        """A fresh drafter; cost-aware ones (a ``profile`` parameter) get the target's cost profile."""
+    def drafter_class(self) -> type[lookup.Drafter]:
+        return lookup.get(self.name)
+
+    def make(self, profile: CostProfile | None = None) -> lookup.Drafter:
+        """A fresh drafter; cost-aware ones (``uses_profile``) get ``profile`` unless the spec sets one."""
         params = dict(self._params)
-        if profile is not None and "profile" not in params and "profile" in inspect.signature(lookup.get(self.name)).parameters:
+        if profile is not None and "profile" not in params and self.drafter_class().uses_profile:
             params["profile"] = profile
         return lookup.create(self.name, **params)
 
     def run(self, target, prompt_ids, max_new_tokens, sampling, profile=None):
-        out = decoding.generate(
-            target, prompt_ids, self.make(target, profile), max_new_tokens,
+        return Run.of(decoding.generate(
+            target, prompt_ids, self.make(profile), max_new_tokens,
             temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, seed=sampling.seed,
-        )
-        s = out.stats
-        return Run(
-            tokens=out.tokens, wall_s=s.wall_s, forwards=s.forwards, drafted=s.drafted, accepted=s.accepted,
-            drafter_s=s.drafter_s, forward_s=s.forward_s,
-            accepted_lengths=[r.accepted for r in s.steps], contexts=[r.context for r in s.steps],
-            drafted_lengths=[r.drafted for r in s.steps], steps=s.steps, top_rows=s.top_rows,
-        )
+        ))
 
     def params(self) -> dict:
         return {"drafter": self.name, **self._params}
@@ -144,30 +142,17 @@ REFERENCES = {
 }
 
 
-def parse_value(text: str):
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
 def parse_method(spec: str) -> Method:
     """``"name:key=value:key=value"`` -> a Method. Unknown names list the close ones.
 
     Values are Python literals and may hold colons inside brackets or quotes:
     ``adaptive:base='voting':base_params={'tree':True}``.
     """
-    name, *pairs = split_top_level(spec, ":")
+    name, params = parse_spec(spec)
     if name in REFERENCES:
-        if pairs:
+        if params:
             raise PLDError(f"{name} takes no parameters")
         return REFERENCES[name]()
-    params = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise PLDError(f"bad parameter {pair!r} in {spec!r}: write name:key=value")
-        params[key] = parse_value(value)
     try:
         return DrafterMethod(spec, name, params)
     except lookup.UnknownDrafterError as exc:

@@ -1,4 +1,8 @@
-"""Replay drafters against recorded traces: tau and estimated speedup per category, in seconds."""
+"""Replay drafters against recorded traces: the live loop with a trace as the target, in seconds.
+
+    out = replay_case(case, drafter, profile)              # one trace, one drafter
+    rows = replay_rows(sets, ["adaptive", "voting"])        # CaseResult rows, priced by the traces' profile
+"""
 
 from __future__ import annotations
 
@@ -8,75 +12,91 @@ from typing import Sequence
 
 from tqdm import tqdm
 
-from decoding.cost import estimated_times
-from experiments.methods import DrafterMethod, parse_method
-from experiments.traces import TraceSet, replay_case
+import decoding
+import lookup
+from decoding.generate import GenerationResult
+from decoding.trace_target import TraceTarget
+from experiments.benchmarks.traces import TraceCase, TraceSet, load_trace_sets
+from experiments.running.methods import DrafterMethod, Run, parse_method
+from experiments.running.rows import CaseResult, case_result
+from experiments.running.store import ResultStore, code_key, config_hash, git_sha, reusable
 from lookup.cost import CostProfile
 from lookup.errors import PLDError
+
+#: draft nodes a replayed drafter may propose per step
+DRAFT_BUDGET = 32
+
+
+def replay_case(case: TraceCase, drafter: lookup.Drafter, profile: CostProfile,
+                draft_budget: int = DRAFT_BUDGET) -> GenerationResult:
+    """Run ``drafter`` against one trace through the live loop; returns the GenerationResult."""
+    target = TraceTarget(case.prompt, case.output, case.vocab_size, case.eos, profile)
+    # eos is honoured by the loop itself; a trace that ended by length stops at its length
+    return decoding.generate(target, case.prompt, drafter, max_new_tokens=len(case.output), draft_budget=draft_budget)
 
 
 def default_specs() -> list[str]:
     """Every registered drafter a trace can replay (not those that read the target's logits)."""
-    import lookup
-
     return [name for name in lookup.available() if lookup.replayable(name)]
 
 
-def replay_rows(sets: Sequence[TraceSet], specs: Sequence[str] | None = None, profile: CostProfile | None = None,
-                progress: bool = True) -> list[dict]:
-    """One row per (case, drafter): tau, estimated speedup, drafter time, replay throughput."""
-    methods = [parse_method(s) for s in (specs or default_specs())]
+def replay_methods(specs: Sequence[str]) -> list[DrafterMethod]:
+    """The drafter methods of ``specs``; references and drafters that read logits are refused."""
+    methods = [parse_method(s) for s in specs]
     bad = [m.spec for m in methods if not isinstance(m, DrafterMethod)]
     if bad:
         raise PLDError(f"replay runs drafters only, not {', '.join(bad)}")
-    reads_logits = [m.spec for m in methods if m.make(None).wants_top]
+    reads_logits = [m.spec for m in methods if m.make().wants_top]
     if reads_logits:
         raise PLDError(f"{', '.join(reads_logits)} read the target's top-k, which traces do not hold: "
                        "compare them live (without --replay)")
-    rows = []
-    total = len(methods) * sum(len(s.cases) for s in sets)
-    with tqdm(total=total, desc="replay", unit="case", disable=not progress) as bar:
-        for trace_set in sets:
-            cost = profile or trace_set.profile
-            for method in methods:
-                for case in trace_set.cases:
-                    t0 = time.perf_counter()
-                    out = replay_case(case, method.make(None, cost), cost)
-                    wall = time.perf_counter() - t0
-                    s = out.stats
-                    plain, spent = estimated_times(s.steps, cost)
-                    rows.append({
-                        "case": case.case, "category": case.category, "turn": case.turn, "method": method.spec,
-                        "params": method.params(), "new_tokens": s.new_tokens, "forwards": s.forwards, "tau": s.tau,
-                        "drafted": s.drafted, "accepted": s.accepted,
-                        "est_plain_s": plain, "est_run_s": spent, "est_speedup": plain / spent if spent else 0.0,
-                        "drafter_us_per_step": 1e6 * s.drafter_s / max(s.forwards, 1),
-                        "replay_s": wall, "prompt_tokens": len(case.prompt),
-                        "accepted_lengths": [r.accepted for r in s.steps], "contexts": [r.context for r in s.steps],
-                        "replay": True, "profile": cost.model,
-                    })
-                    bar.update()
-    return rows
+    return methods
+
+
+def replay_row(trace_set: TraceSet, case: TraceCase, method: DrafterMethod, profile: CostProfile, *,
+               experiment: str, code: str, config: dict | None = None) -> CaseResult:
+    """One drafter on one trace, as a row priced under ``profile``."""
+    out = replay_case(case, method.make(profile), profile)
+    return case_result(case.case, case.category, case.turn, len(case.prompt), method.spec, method.params(),
+                       Run.of(out), profile=profile, experiment=experiment, code=code, measured=False,
+                       keep_tokens=False, config=config, git_sha=git_sha())
+
+
+def replay_rows(sets: Sequence[TraceSet], specs: Sequence[str] | None = None, profile: CostProfile | None = None,
+                progress: bool = True) -> list[CaseResult]:
+    """One row per (case, drafter): tau, estimated speedup, drafter time (nothing stored)."""
+    comparison = ReplayComparison(sets, specs or default_specs(), results_dir=None, profile=profile)
+    comparison.run(progress=progress)
+    return list(comparison.rows.values())
 
 
 class ReplayComparison:
-    """compare.py --replay: drafters against recorded traces, rows to JSONL, tables per category."""
+    """compare.py --replay: drafters against recorded traces, rows to JSONL, tables per category.
 
-    def __init__(self, sets: Sequence[TraceSet], specs: Sequence[str], results_dir: str | Path = "results") -> None:
-        from experiments.results import ResultStore, config_hash
+    Rows already in the store whose code key is current are kept, not replayed again (and not
+    appended again); ``results_dir=None`` keeps rows in memory only.
+    """
 
-        self.sets, self.specs = list(sets), list(specs)
+    def __init__(self, sets: Sequence[TraceSet], specs: Sequence[str], results_dir: str | Path | None = "results",
+                 fresh: bool = False, profile: CostProfile | None = None) -> None:
+        self.sets, self.profile = list(sets), profile
+        self.methods = replay_methods(specs)
+        self.specs = [m.spec for m in self.methods]
+        profiles = [self._profile(s) for s in self.sets]
         self.config = {"replay": True, "traces": [f"{s.path.name}:{len(s.cases)}" for s in self.sets],
-                       "profile": self.sets[0].profile.model if self.sets else None}
+                       "profile": profiles[0].model if profiles else None}
         self.experiment = config_hash(self.config)
-        self.store = ResultStore(Path(results_dir) / f"replay-{self.experiment}.jsonl")
-        self.rows: dict[tuple[str, str], dict] = {}
+        self.codes = {m.spec: code_key(m.drafter_class(), profile=profiles[0] if profiles else None)
+                      for m in self.methods}
+        self.store = ResultStore(Path(results_dir) / f"replay-{self.experiment}.jsonl") if results_dir else None
+        self.rows: dict[tuple[str, str], CaseResult] = reusable(self.store, fresh, self.codes) if self.store else {}
         self.seconds = 0.0
+
+    def _profile(self, trace_set: TraceSet) -> CostProfile:
+        return self.profile or trace_set.profile
 
     @classmethod
     def from_args(cls, args, method_specs: Sequence[str]) -> "ReplayComparison":
-        from experiments.traces import load_trace_sets
-
         sets = load_trace_sets(args.traces)
         if args.tasks:
             wanted = {t.strip() for t in args.tasks.split(",")}
@@ -88,24 +108,35 @@ class ReplayComparison:
                 keep = list(dict.fromkeys(c.case.split("#")[0] for c in s.cases))[: args.prompts]
                 s.cases = [c for c in s.cases if c.case.split("#")[0] in keep]
         specs = [m for m in method_specs if not m.startswith("hf-")]  # references need the model
-        return cls(sets, specs, args.results)
+        return cls(sets, specs, args.results, fresh=args.fresh)
 
-    def run(self) -> None:
-        from experiments.results import git_sha
-
+    def run(self, progress: bool = True) -> None:
         t0 = time.perf_counter()
-        for row in replay_rows(self.sets, self.specs):
-            row.update(experiment=self.experiment, config=self.config, git_sha=git_sha())
-            self.rows[(row["case"], row["method"])] = row
-            self.store.append(row)
+        total = len(self.methods) * sum(len(s.cases) for s in self.sets)
+        with tqdm(total=total, desc="replay", unit="case", disable=not progress, dynamic_ncols=True) as bar:
+            for trace_set in self.sets:
+                for method in self.methods:
+                    for case in trace_set.cases:
+                        if (case.case, method.spec) not in self.rows:
+                            row = replay_row(trace_set, case, method, self._profile(trace_set),
+                                             experiment=self.experiment, code=self.codes[method.spec],
+                                             config=self.config)
+                            self.rows[(case.case, method.spec)] = row
+                            if self.store is not None:
+                                self.store.append(row)
+                        bar.update()
         self.seconds = time.perf_counter() - t0
 
-    def report(self) -> str:
-        from experiments.report import category_tables
+    # -- what a report says around the tables (experiments.reporting.tables.report) ----------------
+    @property
+    def order(self) -> list[str]:
+        return self.specs
 
-        rows = list(self.rows.values())
-        tokens = sum(r["new_tokens"] for r in rows)
-        head = (f"replay of {sum(len(s.cases) for s in self.sets)} traces; estimated speedup from the cost profile "
-                f"of {self.config['profile']}; results: {self.store.path}")
-        tail = f"{len(rows)} replays, {tokens:,} tokens in {self.seconds:.1f} s"
-        return f"{head}\n\n{category_tables(rows, self.specs)}\n\n{tail}"
+    def heading(self) -> str:
+        where = f"; results: {self.store.path}" if self.store else ""
+        return (f"replay of {sum(len(s.cases) for s in self.sets)} traces; estimated speedup from the cost profile "
+                f"of {self.config['profile']}{where}")
+
+    def footer(self) -> str:
+        tokens = sum(r.new_tokens for r in self.rows.values())
+        return f"{len(self.rows)} replays, {tokens:,} tokens in {self.seconds:.1f} s"

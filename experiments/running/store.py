@@ -1,30 +1,39 @@
 """Append-only JSONL results: the source of truth that tables, plots and W&B are views of.
 
 Each row is flushed and fsynced as soon as it exists, so Ctrl-C or a crash loses at most the
-row being computed; a rerun skips the rows it finds.
+row being computed. A rerun reuses a row only when the code that made it is unchanged
+(:func:`code_key`): a row of an edited drafter is measured again, never served stale.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import subprocess
+import sys
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from experiments.running.rows import CaseResult
+from lookup.cost import CostProfile
+
 PACKAGES = ("torch", "transformers", "numpy", "numba", "pld-lab")
+ROOT = Path(__file__).resolve().parents[2]
+#: the packages whose source decides what a row holds: the drafters and the loop that runs them
+CODE_PACKAGES = ("lookup", "decoding")
 
 
 @lru_cache(maxsize=1)
 def git_sha() -> str | None:
     """The checkout's commit (with ``+dirty`` when it has changes), or None outside git."""
-    root = Path(__file__).resolve().parent.parent
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "-uno"], cwd=root, capture_output=True, text=True, timeout=5)
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "-uno"], cwd=ROOT, capture_output=True, text=True,
+                               timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     if sha.returncode != 0:
@@ -48,32 +57,84 @@ def config_hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+@lru_cache(maxsize=None)
+def _package_digest(package: str) -> str:
+    h = hashlib.sha256()
+    root = ROOT / package
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def code_key(*objects: object, profile: CostProfile | None = None) -> str:
+    """A hash of the code and data a row depends on: our drafters and loop (``lookup``, ``decoding``),
+    the source files of ``objects`` (a plug-in drafter's class, say), the library versions and the
+    cost profile. Any change to them changes the key, so rows made before the change are not reused.
+    """
+    h = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        h.update(_package_digest(package).encode())
+    for obj in objects:
+        try:
+            source = inspect.getsourcefile(obj)
+        except TypeError:  # a built-in
+            source = None
+        # hashed unless it is part of the packages above (a plug-in, even one installed in the
+        # checkout's own venv, is hashed by its own file)
+        if source and not any(Path(source).resolve().is_relative_to(ROOT / p) for p in CODE_PACKAGES):
+            h.update(Path(source).read_bytes())
+    h.update(json.dumps(versions(), sort_keys=True).encode())
+    h.update(f"python {sys.version_info[:2]}".encode())
+    if profile is not None:
+        h.update(profile.to_json().encode())
+    return h.hexdigest()[:16]
+
+
 class ResultStore:
-    """One JSONL file of rows; ``key`` fields identify a row for resuming."""
+    """One JSONL file of :class:`CaseResult` rows."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
 
-    def rows(self) -> Iterator[dict]:
+    def rows(self) -> Iterator[CaseResult]:
+        """Every complete row. A line cut short by a crash (no closing newline, not JSON) is
+        skipped; a whole line that is not a row of this version raises ``PLDError``."""
         if not self.path.exists():
             return
         with self.path.open() as f:
-            for line in f:
-                line = line.strip()
-                if not line:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
                     continue
                 try:
-                    yield json.loads(line)
+                    data = json.loads(line)
                 except json.JSONDecodeError:  # a line cut by a crash: skip it, keep the rest
                     continue
+                yield CaseResult.from_json(data, where=f"{self.path}:{lineno}")
 
-    def append(self, row: dict) -> None:
+    def append(self, row: CaseResult) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as f:
-            f.write(json.dumps(row, default=str) + "\n")
+        with self.path.open("ab") as f:
+            # a crash can leave the last line without its newline: end it, or the next row
+            # would be glued to it and lost with it
+            if f.tell() > 0 and not self._ends_with_newline():
+                f.write(b"\n")
+            f.write(json.dumps(row.to_json(), default=str).encode() + b"\n")
             f.flush()
             os.fsync(f.fileno())
 
-    def extend(self, rows: Iterable[dict]) -> None:
+    def _ends_with_newline(self) -> bool:
+        with self.path.open("rb") as f:
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) == b"\n"
+
+    def extend(self, rows: Iterable[CaseResult]) -> None:
         for row in rows:
             self.append(row)
+
+
+def reusable(store: ResultStore, fresh: bool, codes: dict[str, str]) -> dict[tuple[str, str], CaseResult]:
+    """{(case, method): row} of the rows in ``store`` that a rerun may keep: those whose method is
+    in ``codes`` and whose code key is the method's current one (none when ``fresh``)."""
+    if fresh:
+        return {}
+    return {(r.case, r.method): r for r in store.rows() if codes.get(r.method) == r.code}

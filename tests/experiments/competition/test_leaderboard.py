@@ -13,16 +13,22 @@ import pytest
 from test_sandbox import QUICK, make_trace_folder  # tests/experiments is on sys.path under pytest
 
 import lookup
-from experiments import leaderboard as lb
-from experiments import leaderboard_render as render
-from experiments.leaderboard_score import (benchmark_hash, benchmark_info, case_row, cost_aware_oracle_speedup,
-                                           oracle_accepts, oracle_steps)
-from experiments.sandbox import Evaluation, Submission
-from experiments.traces import TraceCase, load_trace_sets, replay_case
+from experiments import leaderboard as cli
+from experiments.benchmarks.traces import TraceCase, benchmark_hash, load_trace_sets
+from experiments.competition import board as board_file
+from experiments.competition import entries as lb
+from experiments.competition import render
+from experiments.competition.board import Board
+from experiments.competition.sandbox import Evaluation, Submission
+from experiments.competition.scoring import (benchmark_info, board_rows, cost_aware_oracle_speedup, oracle_accepts,
+                                             oracle_rows)
+from experiments.running.methods import Run
+from experiments.running.replay import replay_case
 from lookup.cost import CPU_SMOLLM2, CostProfile
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "competition.md"
-EXAMPLE = Path(__file__).resolve().parents[2] / "experiments" / "submissions" / "example_bigram.py"
+ROOT = Path(__file__).resolve().parents[3]
+DOCS = ROOT / "docs" / "competition.md"
+EXAMPLE = ROOT / "experiments" / "competition" / "submissions" / "example_bigram.py"
 
 
 @pytest.fixture(scope="module")
@@ -98,19 +104,19 @@ def test_oracle_is_a_ceiling_for_every_drafter(sets):
     exec(compile(EXAMPLE.read_text(), str(EXAMPLE), "exec"), namespace)
     drafters["example-bigram"] = namespace["ExampleBigram"]
     for case in cases:
-        steps = oracle_steps(case, profile)
-        oracle = case_row(case, steps, profile)
+        oracle, oracle_gpu, cost_aware = oracle_rows(case, profile)
         best = cost_aware_oracle_speedup(case, profile)
-        assert oracle["new_tokens"] == len(case.output)
-        assert best >= oracle["est_speedup"] - 1e-12
+        assert cost_aware.est_speedup == pytest.approx(best)
+        assert oracle.new_tokens == len(case.output)
+        assert best >= oracle.est_speedup - 1e-12
         for name, make in drafters.items():
             out = replay_case(case, make(), profile)
             for s in out.stats.steps:
                 s.drafter_s = 0.0  # the oracle's ceiling is about drafts, not about drafter time
-            row = case_row(case, out.stats.steps, profile)
-            assert oracle["forwards"] <= row["forwards"], (name, case.case)
-            assert best >= row["est_speedup"] - 1e-9, (name, case.case)
-            assert oracle["est_speedup_gpu"] >= row["est_speedup_gpu"] - 1e-9, (name, case.case)
+            row, row_gpu = board_rows(case, name, {}, Run.of(out), profile)
+            assert oracle.forwards <= row.forwards, (name, case.case)
+            assert best >= row.est_speedup - 1e-9, (name, case.case)
+            assert oracle_gpu.est_speedup >= row_gpu.est_speedup - 1e-9, (name, case.case)
 
 
 def test_oracle_entry_is_fast_and_scores_per_group(sets):
@@ -139,7 +145,7 @@ def test_benchmark_hash_separates_trace_sets_and_ignores_recompression(tmp_path,
 
 
 def test_board_entries_of_different_benchmarks_never_mix(tmp_path, traces, capsys):
-    board = lb.Board(tmp_path / "board")
+    board = Board(tmp_path / "board")
     other_folder = make_trace_folder(tmp_path / "other", seed=2)
     a, b = load_trace_sets(traces), load_trace_sets(other_folder)
     ia, ib = benchmark_info(a, traces), benchmark_info(b, other_folder)
@@ -148,9 +154,9 @@ def test_board_entries_of_different_benchmarks_never_mix(tmp_path, traces, capsy
     board.record({**fake_entry("only-a", 1.3), "benchmark": ia["hash"]}, ia)
     assert {e["name"] for e in board.entries(ia["hash"])} == {"oracle", "only-a"}
     assert {e["name"] for e in board.entries(ib["hash"])} == {"oracle"}
-    assert lb.main(["show", "--board", str(board.folder), "--traces", str(other_folder)]) == 0
+    assert cli.main(["show", "--board", str(board.folder), "--traces", str(other_folder)]) == 0
     assert "only-a" not in capsys.readouterr().out
-    assert lb.main(["show", "--board", str(board.folder), "--benchmark", ia["hash"][:6]]) == 0
+    assert cli.main(["show", "--board", str(board.folder), "--benchmark", ia["hash"][:6]]) == 0
     assert "only-a" in capsys.readouterr().out
 
 
@@ -163,14 +169,14 @@ def fake_entry(name: str, score: float, kind: str = "submission", status: str = 
 
 
 def test_atomic_writes_keep_the_old_board_when_a_write_fails(tmp_path, monkeypatch):
-    board = lb.Board(tmp_path)
+    board = Board(tmp_path)
     board.record(fake_entry("first", 1.2))
     before = board.path.read_bytes()
 
     def broken_replace(src, dst):
         raise OSError("disk on fire")
 
-    monkeypatch.setattr(lb.os, "replace", broken_replace)
+    monkeypatch.setattr(board_file.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk on fire"):
         board.record(fake_entry("second", 1.3))
     assert board.path.read_bytes() == before
@@ -178,9 +184,7 @@ def test_atomic_writes_keep_the_old_board_when_a_write_fails(tmp_path, monkeypat
 
 
 def test_an_exception_mid_run_leaves_a_valid_board(tmp_path, sets, monkeypatch):
-    import experiments.sandbox as sandbox
-
-    board = lb.Board(tmp_path)
+    board = Board(tmp_path)
     info = benchmark_info(sets, "toy")
     calls = []
 
@@ -190,7 +194,7 @@ def test_an_exception_mid_run_leaves_a_valid_board(tmp_path, sets, monkeypatch):
             raise KeyboardInterrupt  # Ctrl-C in the middle of the second baseline
         return Evaluation(submission, reason="crash: the process killed by SIGSEGV during propose")
 
-    monkeypatch.setattr(sandbox, "evaluate", flaky_evaluate)
+    monkeypatch.setattr(lb, "evaluate", flaky_evaluate)
     with pytest.raises(KeyboardInterrupt):
         lb.run_baselines(board, sets, info, QUICK, names=["none", "unfold", "voting"], say=lambda *_: None)
     entries = json.loads(board.path.read_text())["entries"]
@@ -200,7 +204,7 @@ def test_an_exception_mid_run_leaves_a_valid_board(tmp_path, sets, monkeypatch):
 
 # -- the CLI ----------------------------------------------------------------------------------------------------
 def one_line_error(capsys, argv) -> str:
-    assert lb.main(argv) == 2
+    assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err, err
     return err
@@ -242,12 +246,12 @@ def test_the_docs_example_is_the_example_file_and_at_most_40_lines():
 
 
 def test_the_example_scores_in_the_sandbox_and_the_board_is_built(tmp_path, sets, capsys):
-    board = lb.Board(tmp_path)
+    board = Board(tmp_path)
     info = benchmark_info(sets, "toy")
     entry = lb.run_submission(board, Submission.file(EXAMPLE), sets, info, "submission", QUICK)
     assert entry["status"] == "ok" and entry["name"] == "example-bigram"
     assert entry["tau"] > 1.2 and entry["score"] > 0 and entry["refused_count"] == 0
-    assert entry["source"]["display"] == "experiments/submissions/example_bigram.py"
+    assert entry["source"]["display"] == "experiments/competition/submissions/example_bigram.py"
     oracle = lb.ensure_oracle(board, sets, info)
     assert oracle["tau"] >= entry["tau"]
     board.record({**fake_entry("crashing", 0), "benchmark": info["hash"], "status": "disqualified",
@@ -265,7 +269,7 @@ def test_the_example_scores_in_the_sandbox_and_the_board_is_built(tmp_path, sets
     assert data["disqualified"][0]["name"] == "crashing"
     page = (tmp_path / "index.html").read_text()
     assert "<script>" in page and "data:image/png;base64,iVBORw0KGgo" in page and 'class="sortable"' in page
-    assert lb.main(["show", "--board", str(tmp_path), "--traces", str(sets[0].path.parent)]) == 0
+    assert cli.main(["show", "--board", str(tmp_path), "--traces", str(sets[0].path.parent)]) == 0
     shown = capsys.readouterr().out
     assert "example-bigram" in shown and "disqualified:" in shown and "oracle" in shown
 

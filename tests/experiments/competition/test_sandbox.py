@@ -16,13 +16,14 @@ import numpy as np
 import pytest
 
 import lookup
-from experiments import sandbox_child
-from experiments.sandbox import Disqualified, Limits, Sandbox, SandboxedDrafter, Submission, evaluate
-from experiments.traces import TraceCase, append_case, load_trace_sets, replay_case
+from experiments.competition import child
+from experiments.competition.sandbox import Disqualified, Limits, Sandbox, SandboxedDrafter, Submission, evaluate
+from experiments.benchmarks.traces import TraceCase, append_case, load_trace_sets
+from experiments.running.replay import replay_case
 from lookup.cost import CostProfile
 from lookup.errors import PLDError
 
-SUBMISSIONS = Path(__file__).resolve().parents[2] / "experiments" / "submissions"
+SUBMISSIONS = Path(__file__).resolve().parents[3] / "experiments" / "competition" / "submissions"
 VOCAB = 64
 #: quick limits for tests: a silent child is killed 0.3 s after its 50 ms
 QUICK = Limits(call_s=0.05, margin_s=0.3, setup_s=60.0, total_s=60.0)
@@ -211,7 +212,7 @@ def draft_message(tokens, parents=None, times=(), propose_s=1e-5, header=None) -
     body = np.asarray(times, "<f8").tobytes() + tokens.tobytes()
     if parents is not None:
         body += np.asarray(parents, "<i4").tobytes()
-    return b"D" + sandbox_child.DRAFT_HEADER.pack(*head) + body
+    return b"D" + child.DRAFT_HEADER.pack(*head) + body
 
 
 @pytest.mark.parametrize("answer, message", [
@@ -297,7 +298,7 @@ READER = """
     """
 
 
-@pytest.mark.skipif(not sandbox_child.landlock_abi(), reason="the kernel offers no Landlock")
+@pytest.mark.skipif(not child.landlock_abi(), reason="the kernel offers no Landlock")
 @pytest.mark.parametrize("landlock, refused", [(True, True), (False, False)])
 def test_landlock_alone_keeps_the_traces_unreadable(tmp_path, traces, sets, landlock, refused):
     """With the audit hook off, the kernel still refuses the open (and with both off the same code
@@ -306,7 +307,7 @@ def test_landlock_alone_keeps_the_traces_unreadable(tmp_path, traces, sets, land
     sub = submission_file(tmp_path, READER.format(path=str(secret)))
     with Sandbox(sub, VOCAB, QUICK, deny=[traces], landlock=landlock, audit_hook=False) as box:
         box.replay(sets[0].cases[0], sets[0].profile)
-        assert box.isolation == ("landlock-abi%d" % sandbox_child.landlock_abi() if landlock else "none")
+        assert box.isolation == ("landlock-abi%d" % child.landlock_abi() if landlock else "none")
     assert ("REFUSED 13" in box.log_tail) == refused and ("READ" in box.log_tail) == (not refused)
 
 
@@ -332,8 +333,8 @@ def test_the_audit_hook_refuses_in_process(tmp_path):
 
     code = textwrap.dedent(f"""
         import ctypes, os, socket, sys  # imported before the hook, as in the sandbox
-        sys.path.insert(0, {str(Path(sandbox_child.__file__).parent)!r})
-        import sandbox_child as c
+        sys.path.insert(0, {str(Path(child.__file__).parent)!r})
+        import child as c
         log = c.install_audit_hook(c.read_roots({str(Path(lookup.__file__).parent)!r}), [{str(tmp_path)!r}], [])
         outcomes = []
         def attempt(name, fn):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from experiments import plots
+from experiments.reporting import plots
+from experiments.running.rows import CaseResult
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CONFIG = {"model": "SmolLM2-135M-Instruct", "device": "cpu", "dtype": "torch.float32", "max_new_tokens": 128,
@@ -17,11 +19,29 @@ CONFIG = {"model": "SmolLM2-135M-Instruct", "device": "cpu", "dtype": "torch.flo
 # (category, multi-turn, chance a step finds a long match): code edits copy a lot, chat copies little
 CATEGORIES = [("code-edit", False, 0.6), ("summarization", False, 0.3), ("mt-bench", True, 0.15)]
 DRAFTERS = {"unfold": 1.0, "suffix-automaton": 1.1, "voting": 1.05}
+REFERENCES = ("hf-greedy", "hf-lookup")
+
+
+def case_row(**fields) -> CaseResult:
+    """A bare row (every optional field None or empty); ``fields`` set the rest."""
+    base = dict(
+        case="c/000", category="c", turn=1, method="m", params={}, prompt_tokens=100, new_tokens=0, forwards=0,
+        drafted=0, accepted=0, drafter_us_per_step=None, wall_s=None, forward_s=None, speedup=None,
+        est_plain_s=None, est_run_s=None, identical=None, mismatch=None, accepted_lengths=[], drafted_lengths=[],
+        contexts=[], tokens=[], profile=None, experiment="b0b68ef122b2", code="0" * 16, git_sha=None, time=1.7e9,
+        config={},
+    )
+    base.update(fields)
+    return CaseResult(**base)
 
 
 def fake_rows(prompts: int = 3, seed: int = 0, est: bool = True, methods=("hf-greedy", "hf-lookup", "none",
-              *DRAFTERS)) -> list[dict]:
-    """Rows shaped like ``Comparison._row`` builds, with plausible numbers (not measurements)."""
+              *DRAFTERS)) -> list[CaseResult]:
+    """Rows shaped like ``rows.case_result`` builds them live, with plausible numbers (not measurements).
+
+    transformers' references have no drafter and no per-step records, so no drafter time and no
+    estimate; ``est=False`` leaves the estimate out of every row (no cost profile).
+    """
     rng = np.random.default_rng(seed)
     rows = []
     for category, multi, p_match in CATEGORIES:
@@ -33,7 +53,7 @@ def fake_rows(prompts: int = 3, seed: int = 0, est: bool = True, methods=("hf-gr
                 ref_wall = new * 0.02
                 for method in methods:
                     acc, ctx, drafted_l = [], [], []
-                    if method in ("hf-greedy", "hf-lookup"):
+                    if method in REFERENCES:
                         forwards = new if method == "hf-greedy" else int(new / (1 + 4 * p_match))
                     else:
                         done, c = 0, prompt_tokens
@@ -49,32 +69,32 @@ def fake_rows(prompts: int = 3, seed: int = 0, est: bool = True, methods=("hf-gr
                             c += a + 1
                         forwards = len(acc)
                     wall = ref_wall * (forwards / new) * (1.15 if method != "hf-greedy" else 1.0)
-                    row = {
-                        "experiment": "b0b68ef122b2", "case": case, "category": category, "turn": turn,
-                        "method": method,
-                        "params": {"drafter": method} if method in DRAFTERS or method == "none"
+                    drafter = method not in REFERENCES
+                    priced = est and drafter  # an estimate needs per-step records and a profile
+                    rows.append(CaseResult(
+                        case=case, category=category, turn=turn, method=method,
+                        params={"drafter": method} if drafter
                         else ({"prompt_lookup_num_tokens": 10, "max_matching_ngram_size": 3}
                               if method == "hf-lookup" else {"prompt_lookup_num_tokens": None}),
-                        "prompt_tokens": prompt_tokens, "new_tokens": new, "forwards": forwards,
-                        "tau": new / forwards, "drafted": sum(drafted_l), "accepted": sum(acc), "wall_s": wall,
-                        "tokens_per_s": new / wall, "forward_s": wall * 0.9,
-                        "drafter_us_per_step": 0.0 if not acc else float(rng.uniform(5, 80)),
-                        "speedup": ref_wall / wall, "identical": None if method == "hf-greedy" else True,
-                        "mismatch": None, "accepted_lengths": acc, "drafted_lengths": drafted_l, "contexts": ctx,
-                        "tokens": list(range(new)), "config": CONFIG, "git_sha": "0" * 40,
-                        "versions": {"torch": "2.5"}, "time": 1.7e9,
-                    }
-                    if est:
-                        row["est_speedup"] = new / (forwards * (1 + 0.02 * (sum(drafted_l) / max(forwards, 1))))
-                    rows.append(row)
+                        prompt_tokens=prompt_tokens, new_tokens=new, forwards=forwards, drafted=sum(drafted_l),
+                        accepted=sum(acc), drafter_us_per_step=float(rng.uniform(5, 80)) if drafter else None,
+                        wall_s=wall, forward_s=wall * 0.9 if drafter else None, speedup=ref_wall / wall,
+                        # plain decoding: one 20 ms forward per token; the run: a forward per step, dearer
+                        # the more it verifies
+                        est_plain_s=new * 0.02 if priced else None,
+                        est_run_s=forwards * 0.02 * (1 + 0.02 * sum(drafted_l) / max(forwards, 1)) if priced else None,
+                        identical=None if method == "hf-greedy" else True, mismatch=None,
+                        accepted_lengths=acc, drafted_lengths=drafted_l, contexts=ctx, tokens=list(range(new)),
+                        profile="SmolLM2-135M-Instruct" if priced else None, experiment="b0b68ef122b2",
+                        code="0123456789abcdef", git_sha="0" * 40, time=1.7e9, config=CONFIG,
+                    ))
     return rows
 
 
-def REPLAY(row: dict) -> dict:
-    """A row as ``experiments.replay`` writes it: estimated speedup, no wall time, no config."""
-    drop = ("wall_s", "speedup", "tokens_per_s", "forward_s", "identical", "mismatch", "config", "drafted_lengths",
-            "tokens", "git_sha", "versions", "time", "experiment")
-    return {**{k: v for k, v in row.items() if k not in drop}, "replay": True, "replay_s": 0.01}
+def REPLAY(row: CaseResult) -> CaseResult:
+    """A row as a replay writes it: an estimate, but no wall time, speedup, forward time, tokens or check."""
+    return dataclasses.replace(row, wall_s=None, speedup=None, forward_s=None, tokens=[], identical=None,
+                               mismatch=None, config={})
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -98,21 +118,31 @@ def test_estimated_panel_only_when_rows_carry_it(tmp_path):
     assert png_size(with_est)[1] > 1.5 * png_size(without)[1]  # two panels stacked
 
 
+def bare(row: CaseResult) -> CaseResult:
+    """``row`` with every optional field None or empty and nothing drafted: a row that supports no plot."""
+    return case_row(case=row.case, category=row.category, turn=row.turn, method=row.method,
+                    new_tokens=row.new_tokens, forwards=row.forwards)
+
+
 @pytest.mark.parametrize(
     "rows,expected",
     [
         ([], []),
-        ([{"not": "a row"}], []),
+        ([bare(r) for r in fake_rows(prompts=1)], []),
         (fake_rows(prompts=1, methods=("hf-greedy",)), ["speedup_by_category.png"]),  # no drafter
         (fake_rows(prompts=1, methods=("unfold",)), ["speedup_by_category.png", "accepted_lengths.png",
                                                      "tau_vs_context.png"]),
-        ([{**r, "contexts": []} for r in fake_rows(prompts=1)], ["speedup_by_category.png", "accepted_lengths.png"]),
-        ([{k: v for k, v in r.items() if k not in ("speedup", "accepted_lengths", "contexts")}
+        ([dataclasses.replace(r, contexts=[]) for r in fake_rows(prompts=1)],
+         ["speedup_by_category.png", "accepted_lengths.png"]),
+        ([dataclasses.replace(r, speedup=None, accepted_lengths=[], contexts=[])
           for r in fake_rows(prompts=1, est=False)], []),
         ([REPLAY(r) for r in fake_rows(prompts=1, methods=("unfold", "voting"))],
          ["speedup_by_category.png", "accepted_lengths.png", "tau_vs_context.png"]),
+        ([REPLAY(r) for r in fake_rows(prompts=1, methods=("unfold", "voting"), est=False)],
+         ["accepted_lengths.png", "tau_vs_context.png"]),  # no profile: steps, but nothing to show as speedup
     ],
-    ids=["empty", "junk", "reference-only", "single-drafter", "no-contexts", "no-speedup-no-steps", "replay"],
+    ids=["empty", "bare", "reference-only", "single-drafter", "no-contexts", "no-speedup-no-steps", "replay",
+         "replay-unpriced"],
 )
 def test_partial_inputs_skip_plots(tmp_path, rows, expected):
     paths = plots.write_plots(rows, tmp_path)
@@ -120,21 +150,20 @@ def test_partial_inputs_skip_plots(tmp_path, rows, expected):
     assert all(p.exists() for p in paths)
 
 
-def test_aggregates_are_time_ratios():
-    rows = [  # the reference took 2 s + 2 s; the method 1 s + 3 s -> 4 / 4 = 1.0, not mean(2, 0.67)
-        {"method": "m", "category": "c", "case": "c/0", "turn": 1, "wall_s": 1.0, "speedup": 2.0, "new_tokens": 10,
-         "forwards": 5, "est_speedup": 2.0},
-        {"method": "m", "category": "c", "case": "c/1", "turn": 1, "wall_s": 3.0, "speedup": 2 / 3, "new_tokens": 30,
-         "forwards": 30, "est_speedup": 1.0},
-    ]
-    s = plots.summarize(rows)
-    assert s["speedup"] == pytest.approx(1.0)
-    assert s["est_speedup"] == pytest.approx(40 / (10 / 2 + 30 / 1))
-    assert s["tau"] == pytest.approx(40 / 35)
-    assert s["tokens_per_s"] == pytest.approx(10.0)
-    assert s["worst_speedup"] == pytest.approx(2 / 3)
-    assert s["identical"] is None and s["acceptance"] is None
-    assert plots.summarize([])["speedup"] is None
+def test_each_plot_skips_rows_it_cannot_draw():
+    assert plots.plot_speedup_by_category([]) is None
+    assert plots.plot_accepted_lengths(fake_rows(prompts=1, methods=("hf-greedy", "hf-lookup", "none"))) is None
+    # steps whose contexts all fall in bins of fewer than min_steps steps draw no line
+    [one] = fake_rows(prompts=1, methods=("unfold",))[:1]
+    assert plots.plot_tau_vs_context([one], min_steps=10_000) is None
+
+
+def test_a_row_whose_step_lists_disagree_is_cut_to_the_shorter(tmp_path):
+    rows = [dataclasses.replace(r, contexts=r.contexts[: len(r.contexts) // 2])
+            for r in fake_rows(prompts=1, methods=("unfold",))]
+    ctx, acc = plots._steps(rows)
+    assert len(ctx) == len(acc) == sum(len(r.contexts) for r in rows)
+    assert [p.name for p in plots.write_plots(rows, tmp_path)][-1] == "tau_vs_context.png"
 
 
 def test_context_bins_cover_every_step():
@@ -142,15 +171,3 @@ def test_context_bins_cover_every_step():
         edges = plots.context_bins(ctx)
         assert edges[0] <= max(ctx.min(), 1) and edges[-1] > ctx.max()
         assert 2 <= len(edges) <= 13 and np.all(np.diff(edges) > 0)
-
-
-def test_estimated_times_pool_when_every_row_has_them():
-    rows = [  # plain decoding: 3 s + 1 s estimated; the run: 1 s + 1 s -> 2.0 (not the token-weighted 1.2)
-        {"method": "m", "category": "c", "case": "c/0", "turn": 1, "new_tokens": 10, "est_speedup": 3.0,
-         "est_plain_s": 3.0, "est_run_s": 1.0},
-        {"method": "m", "category": "c", "case": "c/1", "turn": 1, "new_tokens": 40, "est_speedup": 1.0,
-         "est_plain_s": 1.0, "est_run_s": 1.0},
-    ]
-    assert plots.est_speedup_of(rows) == pytest.approx(2.0)
-    del rows[1]["est_run_s"]  # one older row: every row falls back to the token-weighted pool
-    assert plots.est_speedup_of(rows) == pytest.approx(50 / (10 / 3 + 40 / 1))

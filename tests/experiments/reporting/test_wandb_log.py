@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from pathlib import Path
 
 import pytest
 
-from experiments import plots, wandb_log
+from experiments.reporting import plots, wandb_log
+from experiments.reporting.summary import summarize
+from experiments.running.rows import CaseResult
 from lookup.errors import PLDError
-from test_plots import fake_rows  # tests/experiments is on sys.path under pytest's default import mode
+from test_plots import REPLAY, fake_rows  # tests/experiments/reporting is on sys.path (pytest's default import mode)
 
 wandb = pytest.importorskip("wandb")
+from google.protobuf.message import DecodeError  # noqa: E402  (wandb depends on protobuf)
 from wandb.proto import wandb_internal_pb2  # noqa: E402
 
 
@@ -59,11 +63,28 @@ def _key(item) -> str:
     return "/".join(item.nested_key) if item.nested_key else item.key
 
 
+def finished_records(run_dir: Path, timeout_s: float = 60.0) -> list:
+    """The records of the run in ``run_dir`` once its closing ``exit`` record is on disk.
+
+    wandb's service writes the file in the background: ``run.finish()`` can return before the
+    run's records (its ``run`` record among them) reach the file, most often on a busy machine.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            [path] = run_dir.glob("run-*.wandb")
+            records = list(wandb_records(path))
+        except (ValueError, AssertionError, DecodeError):  # not there yet, or cut mid-record
+            records = []
+        if any(r.WhichOneof("record_type") == "exit" for r in records) or time.monotonic() > deadline:
+            return records
+        time.sleep(0.05)
+
+
 def read_run(run_dir: Path) -> dict:
     """{run: name/group/job_type, config, summary, history, files} of an offline run folder."""
-    [path] = run_dir.glob("run-*.wandb")
     out = {"config": {}, "summary": {}, "history": {}, "files": set()}
-    for record in wandb_records(path):
+    for record in finished_records(run_dir):
         kind = record.WhichOneof("record_type")
         if kind == "run":
             run = record.run
@@ -98,10 +119,10 @@ def offline_env(tmp_path, monkeypatch):
     return tmp_path
 
 
-def small_rows() -> list[dict]:
+def small_rows() -> list[CaseResult]:
     # two methods x two groups: enough to see grouping, few runs (each wandb.init costs ~0.1-0.7 s)
     rows = fake_rows(prompts=2, methods=("hf-greedy", "unfold"))
-    return [r for r in rows if r["category"] in ("code-edit", "mt-bench") and r["turn"] == 1]
+    return [r for r in rows if r.category in ("code-edit", "mt-bench") and r.turn == 1]
 
 
 # -- logging --------------------------------------------------------------------------------------
@@ -128,8 +149,8 @@ def test_offline_runs_hold_config_summary_tables_histogram_and_images(offline_en
     assert config["model"] == "SmolLM2-135M-Instruct" and config["device"] == "cpu"
     assert config["max_new_tokens"] == 128 and config["temperature"] == 0.0
 
-    mine = [r for r in rows if r["method"] == "unfold" and r["category"] == "code-edit"]
-    expected = plots.summarize(mine)
+    mine = [r for r in rows if r.method == "unfold" and r.category == "code-edit"]
+    expected = summarize(mine)
     summary = run["summary"]
     assert summary["tau"] == pytest.approx(expected["tau"])
     assert summary["speedup"] == pytest.approx(expected["speedup"])
@@ -140,11 +161,11 @@ def test_offline_runs_hold_config_summary_tables_histogram_and_images(offline_en
     assert summary["prompts/_type"] == "table-file"
     table = json.loads((d / "files" / summary["prompts/path"]).read_text())
     assert table["columns"][:3] == ["case", "turn", "prompt_tokens"] and "est_speedup" in table["columns"]
-    assert sorted(line[0] for line in table["data"]) == sorted(r["case"] for r in mine)
+    assert sorted(line[0] for line in table["data"]) == sorted(r.case for r in mine)
 
     # the histogram of accepted lengths: one bin per integer length, counts add up to the steps
     assert run["history"]["accepted_lengths/_type"] == "histogram"
-    steps = sum(len(r["accepted_lengths"]) for r in mine)
+    steps = sum(len(r.accepted_lengths) for r in mine)
     assert sum(run["history"]["accepted_lengths/values"]) == steps
     # the reference records no steps: no histogram there
     assert "accepted_lengths/_type" not in runs["hf-greedy/code-edit"][1]["history"]
@@ -154,14 +175,14 @@ def test_offline_runs_hold_config_summary_tables_histogram_and_images(offline_en
     assert run["run"]["job_type"] == "summary"
     comparison = json.loads((d / "files" / run["summary"]["comparison/path"]).read_text())
     assert len(comparison["data"]) == 2 * (2 + 1)
-    assert {line[0] for line in comparison["data"]} == {"code-edit", "mt-bench (turn 1)", "all"}
+    assert {line[0] for line in comparison["data"]} == {"code-edit", "mt-bench (turn 1)", "(all)"}
     images = sorted(k.split("/")[1] for k, v in run["summary"].items() if k.endswith("/_type") and v == "image-file")
     assert images == ["accepted_lengths", "speedup_by_category", "tau_vs_context"]
     for name in images:  # the image files themselves, copied into the run
         png = d / "files" / run["summary"][f"plots/{name}/path"]
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
-    assert run["summary"]["speedup/unfold"] == pytest.approx(plots.summarize(
-        [r for r in rows if r["method"] == "unfold"])["speedup"])
+    assert run["summary"]["speedup/unfold"] == pytest.approx(summarize(
+        [r for r in rows if r.method == "unfold"])["speedup"])
 
     assert "wandb sync" in capsys.readouterr().err  # tells the user how to upload later
 
@@ -177,7 +198,7 @@ def test_online_failure_falls_back_to_offline(offline_env, monkeypatch, capsys):
         return real_init(*args, mode=mode, **kwargs)
 
     monkeypatch.setattr(wandb, "init", init)
-    rows = [r for r in small_rows() if r["method"] == "unfold" and r["category"] == "code-edit"]
+    rows = [r for r in small_rows() if r.method == "unfold" and r.category == "code-edit"]
     dirs = wandb_log.log_comparison(rows, mode="online", group="g", out_dir=offline_env / "out")
     assert len(dirs) == 2 and all(Path(d).name.startswith("offline-run-") for d in dirs)
     assert modes == ["online", "offline", "offline"]  # one online try, then offline for the rest
@@ -190,7 +211,7 @@ def test_online_without_credentials_never_tries_the_network(offline_env, monkeyp
     modes = []
     real_init = wandb.init
     monkeypatch.setattr(wandb, "init", lambda *a, mode=None, **k: modes.append(mode) or real_init(*a, mode=mode, **k))
-    rows = [r for r in small_rows() if r["method"] == "hf-greedy" and r["category"] == "code-edit"]
+    rows = [r for r in small_rows() if r.method == "hf-greedy" and r.category == "code-edit"]
     assert len(wandb_log.log_comparison(rows, mode="online", group="g", out_dir=offline_env / "out")) == 2
     assert modes == ["offline", "offline"]
     assert "not logged in" in capsys.readouterr().err
@@ -210,6 +231,53 @@ def test_a_wandb_error_warns_instead_of_raising(offline_env, monkeypatch, capsys
     monkeypatch.setattr(wandb, "init", broken)
     assert wandb_log.log_comparison(small_rows(), mode="offline", group="g", out_dir=offline_env / "out") == []
     assert "disk full" in capsys.readouterr().err
+
+
+# -- what a run holds, without wandb.init ---------------------------------------------------------
+class FakeWandb:
+    """Just the constructors the views call; they keep their arguments."""
+
+    class Table:
+        def __init__(self, columns, data):
+            self.columns, self.data = columns, data
+
+    class Histogram:
+        def __init__(self, sequence=None, np_histogram=None, num_bins=None):
+            self.sequence, self.np_histogram, self.num_bins = sequence, np_histogram, num_bins
+
+
+def test_replay_rows_log_without_wall_times():
+    rows = [REPLAY(r) for r in fake_rows(prompts=2, methods=("unfold",)) if r.category == "code-edit"]
+    config = wandb_log.run_config("unfold", "code-edit", rows)
+    assert config["replay"] is True and config["params"] == {"drafter": "unfold"}
+    table = wandb_log.prompt_table(FakeWandb, rows)
+    line = dict(zip(table.columns, table.data[0]))
+    assert line["speedup"] is None and line["tokens_per_s"] is None and line["identical"] is None
+    assert line["est_speedup"] == pytest.approx(rows[0].est_speedup) and line["tau"] == pytest.approx(rows[0].tau)
+    metrics = wandb_log.summary_metrics(rows)
+    assert "speedup" not in metrics and "tokens_per_s" not in metrics  # None is left out, not logged as 0
+    assert metrics["est_speedup"] == pytest.approx(summarize(rows)["est_speedup"])
+    assert wandb_log.run_config("unfold", "code-edit", fake_rows(prompts=1, methods=("unfold",)))["replay"] is False
+
+
+def test_histogram_has_one_bin_per_length_and_none_without_steps():
+    rows = fake_rows(prompts=1, methods=("hf-greedy", "voting"))
+    assert wandb_log.accepted_histogram(FakeWandb, [r for r in rows if r.method == "hf-greedy"]) is None
+    mine = [r for r in rows if r.method == "voting"]
+    counts, edges = wandb_log.accepted_histogram(FakeWandb, mine).np_histogram
+    lengths = [a for r in mine for a in r.accepted_lengths]
+    assert list(counts) == [lengths.count(k) for k in range(max(lengths) + 1)]
+    assert list(edges) == [k - 0.5 for k in range(max(lengths) + 2)]
+
+
+def test_comparison_table_is_methods_by_groups_and_all():
+    rows = fake_rows(prompts=1, methods=("hf-greedy", "unfold"))
+    table = wandb_log.comparison_table(FakeWandb, rows)
+    assert table.columns[:3] == ["group", "method", "n"]
+    assert [(line[0], line[1]) for line in table.data] == [
+        (g, m) for g in ("code-edit", "mt-bench (turn 1)", "mt-bench (turn 2)", "summarization", "(all)")
+        for m in ("hf-greedy", "unfold")]
+    assert [line[2] for line in table.data][-2:] == [4, 4]  # every case under "(all)"
 
 
 # -- resolve_mode ---------------------------------------------------------------------------------

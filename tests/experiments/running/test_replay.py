@@ -12,7 +12,8 @@ import lookup
 from decoding.cost import estimated_speedup
 from decoding.generate import StepRecord
 from decoding.trace_target import TraceTarget
-from experiments.traces import TraceCase, append_case, read_cases, replay_case
+from experiments.benchmarks.traces import TraceCase, append_case, read_cases
+from experiments.running.replay import replay_case
 from lookup.cost import CostProfile
 from lookup.errors import PLDError
 
@@ -33,12 +34,12 @@ def trace_of(target, prompt, n) -> TraceCase:
 
 @pytest.mark.parametrize("spec", DRAFTERS)
 def test_replay_equals_the_live_run_step_by_step(tiny, spec):
-    from experiments.methods import parse_method
+    from experiments.running.methods import parse_method
 
     trace = trace_of(tiny, PROMPT, 60)
     method = parse_method(spec)
-    live = decoding.generate(tiny, PROMPT, method.make(tiny), 60)
-    replayed = replay_case(trace, method.make(None), CostProfile.flat(64))
+    live = decoding.generate(tiny, PROMPT, method.make(), 60)
+    replayed = replay_case(trace, method.make(), CostProfile.flat(64))
     assert replayed.tokens == live.tokens == trace.output
     assert replayed.stats.tau == live.stats.tau
     assert [(s.drafted, s.accepted) for s in replayed.stats.steps] == [(s.drafted, s.accepted) for s in live.stats.steps]
@@ -95,7 +96,7 @@ def test_trace_files_append_and_survive_a_cut_tail(tmp_path):
 
 
 def test_replay_leaves_out_drafters_that_read_the_targets_logits():
-    from experiments.replay import default_specs, replay_rows
+    from experiments.running.replay import default_specs, replay_rows
 
     assert "recycling" not in default_specs() and "suffix-automaton" in default_specs()
     assert not lookup.replayable("recycling") and lookup.replayable("voting")

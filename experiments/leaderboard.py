@@ -1,0 +1,200 @@
+"""The lookup competition: submit a drafter, score it fairly and safely, see how far it is from the best.
+
+    python experiments/leaderboard.py submit my_drafter.py --name my-drafter   # evaluate and record
+    python experiments/leaderboard.py submit --entry-point my-drafter           # an installed plug-in
+    python experiments/leaderboard.py show                                      # the board, in the terminal
+    python experiments/leaderboard.py build [--examples] [--wandb offline] [--verify]
+
+Every entry -- built-in baselines included -- is replayed over the same recorded greedy traces
+(``--traces DIR``, default: the embedded model's) in its own sandboxed process
+(``experiments.competition.sandbox``). It is ranked by the geometric mean over task groups of its
+estimated speedup under the traces' CPU cost profile; a large-GPU profile is shown beside it, and an
+oracle row shows the best any lookup of context continuations could do. Scores of different trace
+sets never mix: each belongs to the hash of its benchmark. Rules and scoring: docs/competition.md.
+
+Exit codes: 0 done, 1 the submission was recorded as disqualified, 2 a usage error (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
+
+from experiments.cli import guarded, quiet_libraries  # noqa: E402
+import decoding  # noqa: E402
+from experiments.benchmarks.traces import default_folder, load_trace_sets  # noqa: E402
+from experiments.competition.board import DEFAULT_BOARD, Board, ranked  # noqa: E402
+from experiments.competition.entries import (check_name, ensure_oracle, one_line, run_baselines,  # noqa: E402
+                                             run_examples, run_submission, verify_entries, verify_prompts)
+from experiments.competition.render import text_board, write_outputs  # noqa: E402
+from experiments.competition.sandbox import Limits, Submission  # noqa: E402
+from experiments.competition.scoring import benchmark_info  # noqa: E402
+from experiments.reporting.summary import oracle_gain  # noqa: E402
+from lookup.errors import PLDError  # noqa: E402
+
+
+# -- CLI --------------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(q, traces=True):
+        q.add_argument("--board", default=str(DEFAULT_BOARD), help="board folder (default: leaderboard/)")
+        if traces:
+            q.add_argument("--traces", default=None, help="trace folder (default: the embedded model's traces)")
+
+    def limits(q):
+        q.add_argument("--propose-ms", type=float, default=50.0, help="limit per propose/extend/observe call (50)")
+        q.add_argument("--total-s", type=float, default=300.0, help="limit for the whole replay (300)")
+        q.add_argument("--memory-gb", type=float, default=2.0, help="address-space limit of the process (2)")
+        q.add_argument("--no-landlock", action="store_true", help="audit hook only (for kernels where Landlock misbehaves)")
+
+    s = sub.add_parser("submit", help="evaluate a submission and record it on the board")
+    s.add_argument("file", nargs="?", help="a .py file that defines one Drafter subclass")
+    s.add_argument("--entry-point", default=None, help="an installed plug-in (entry point group pld_lab.drafters)")
+    s.add_argument("--name", default=None, help="the entry's name (default: the file name or entry point)")
+    s.add_argument("--params", default=None, help="JSON object of keyword arguments for the drafter's constructor")
+    common(s)
+    limits(s)
+
+    sh = sub.add_parser("show", help="print the board of a benchmark")
+    sh.add_argument("--benchmark", default=None, help="a benchmark hash (or its prefix); default: the current traces'")
+    common(sh)
+
+    b = sub.add_parser("build", help="score the baselines and the oracle, write LEADERBOARD.md, leaderboard.json, index.html")
+    b.add_argument("--examples", action="store_true", help="also (re)submit the example submissions in experiments/competition/submissions/")
+    b.add_argument("--rerun", action="store_true", help="re-evaluate baselines (and examples) already on the board")
+    b.add_argument("--wandb", default="off", help="log the board as a W&B table: online, offline or off (default off)")
+    b.add_argument("--verify", action="store_true", help="rerun the top entries live on the embedded model")
+    b.add_argument("--verify-top", type=int, default=3)
+    b.add_argument("--verify-prompts", type=int, default=3)
+    b.add_argument("--verify-tokens", type=int, default=64)
+    common(b)
+    limits(b)
+    return p
+
+
+def _limits(args):
+    if args.propose_ms <= 0 or args.total_s <= 0 or args.memory_gb <= 0:
+        raise PLDError("--propose-ms, --total-s and --memory-gb must be > 0")
+    return Limits(call_s=args.propose_ms / 1e3, total_s=args.total_s, memory_bytes=int(args.memory_gb * (1 << 30)))
+
+
+def _benchmark(args):
+    folder = Path(args.traces) if args.traces else default_folder()
+    sets = [s for s in load_trace_sets(folder) if s.cases]
+    if not sets:
+        raise PLDError(f"the trace files in {folder} hold no complete case")
+    return sets, benchmark_info(sets, folder.resolve())
+
+
+@guarded
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    quiet_libraries()
+    board = Board(args.board)
+    return COMMANDS[args.command](args, board)
+
+
+def cmd_submit(args, board: Board) -> int:
+
+    if bool(args.file) == bool(args.entry_point):
+        raise PLDError("give a submission file or --entry-point NAME (one of them)")
+    params = _params(args.params)
+    if args.file:
+        submission = Submission.file(args.file, args.name, params)
+    else:
+        submission = Submission.entry_point(args.entry_point, args.name, params)
+    check_name(submission.name, "submission")
+    limits = _limits(args)
+    sets, info = _benchmark(args)
+    entry = run_submission(board, submission, sets, info, "submission", limits, not args.no_landlock)
+    oracle = ensure_oracle(board, sets, info)
+    print(one_line(entry))
+    if entry["status"] == "ok":
+        _, ok, _ = ranked(board.entries(info["hash"]))
+        rank = next(i for i, e in enumerate(ok, 1) if e["name"] == entry["name"])
+        gain = oracle_gain(entry["score"], oracle.get("score"))
+        share = f"; {100 * gain:.0f}% of the oracle's gain ({oracle['score']:.3f}x)" if gain is not None else ""
+        print(f"rank {rank} of {len(ok)} on benchmark {info['hash']}{share}")
+        return 0
+    return 1
+
+
+def _params(text: str | None) -> dict:
+    if not text:
+        return {}
+    try:
+        params = json.loads(text)
+    except ValueError as exc:
+        raise PLDError(f"--params is not JSON: {exc}") from None
+    if not isinstance(params, dict):
+        raise PLDError("--params must be a JSON object, like '{\"max_tokens\": 8}'")
+    return params
+
+
+def cmd_show(args, board: Board) -> int:
+
+    if args.benchmark:
+        bench = board.resolve(args.benchmark)
+        info = board.load()["benchmarks"].get(bench, {"hash": bench})
+    else:
+        _, info = _benchmark(args)
+        bench = info["hash"]
+    entries = board.entries(bench)
+    if not entries:
+        raise PLDError(f"nothing on the board for benchmark {bench}; run `python experiments/leaderboard.py build`")
+    print(text_board(entries, info))
+    return 0
+
+
+def cmd_build(args, board: Board) -> int:
+
+
+    limits = _limits(args)
+    landlock = not args.no_landlock
+    sets, info = _benchmark(args)
+    t0 = time.perf_counter()
+    oracle = ensure_oracle(board, sets, info)
+    print(f"benchmark {info['hash']}: {info['cases']} cases, {info['tokens']:,} tokens in {info['folder']}")
+    print(one_line(oracle))
+    run_baselines(board, sets, info, limits, rerun=args.rerun, landlock=landlock)
+    if args.examples:
+        run_examples(board, sets, info, limits, rerun=args.rerun, landlock=landlock)
+    if args.verify:
+        _verify(args, board, sets, info, limits, landlock)
+    paths = write_outputs(board.entries(info["hash"]), info, board.folder, wandb_mode=args.wandb)
+    print(f"built in {time.perf_counter() - t0:.1f} s: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _verify(args, board: Board, sets, info: dict, limits, landlock: bool) -> None:
+
+    if args.verify_top < 1 or args.verify_prompts < 1 or args.verify_tokens < 1:
+        raise PLDError("--verify-top, --verify-prompts and --verify-tokens must be >= 1")
+    _, ok, _ = ranked(board.entries(info["hash"]))
+    top = ok[: args.verify_top]
+    target = decoding.load_model()
+    prompts = verify_prompts(sets, args.verify_prompts)
+    results = verify_entries(top, target, prompts, args.verify_tokens, limits, [board.folder], landlock)
+    with board.editing() as data:
+        for e in data["entries"]:
+            if e.get("benchmark") == info["hash"] and e["name"] in results:
+                e["verify"] = results[e["name"]]
+    for name, r in results.items():
+        if "speedup" in r:
+            print(f"verify {name}: measured {r['speedup']:.2f}x over none, identical output: {r['identical']}")
+        else:
+            print(f"verify {name}: {r.get('failed') or r.get('skipped')}")
+
+
+COMMANDS = {"submit": cmd_submit, "show": cmd_show, "build": cmd_build}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Views of result rows: summaries, tables, plots and W&B."""

@@ -1,0 +1,137 @@
+"""The one result row: a method on one case, as live runs, replays and the board write and read it.
+
+    row = case_result(case, method, params, run, profile=profile, reference=ref_row, ...)
+    store.append(row)                       # JSON, one line per row
+    row = CaseResult.from_json(line_dict)   # a missing or unknown field raises PLDError
+
+Every number a table, plot, W&B run or board entry shows is computed from these fields by
+``experiments.reporting.summary``; nothing else derives them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from decoding.cost import estimated_times
+from experiments.benchmarks.prompts import group_of
+from experiments.running.methods import Run
+from lookup.cost import CostProfile
+from lookup.errors import PLDError
+
+
+@dataclass
+class CaseResult:
+    """One method on one case (one turn of one prompt).
+
+    Optional fields are None where they do not apply, never where they were forgotten: a
+    replay has no wall time, transformers' references have no drafter and no per-step records,
+    and only a greedy live run is checked against the reference's tokens.
+    """
+
+    case: str  # "summarization/003" or "mt-bench/81#2"
+    category: str
+    turn: int  # 1-based
+    method: str  # the method's spec, e.g. "suffix-automaton:max_tokens=8"
+    params: dict
+    prompt_tokens: int
+    new_tokens: int
+    forwards: int  # target forwards (tau = new_tokens / forwards)
+    drafted: int  # draft nodes verified
+    accepted: int  # draft nodes accepted
+    drafter_us_per_step: float | None  # propose + extend + observe per forward; None: no drafter
+    wall_s: float | None  # measured seconds of the whole generation; None: not measured (replay)
+    forward_s: float | None  # of which in target forwards
+    speedup: float | None  # measured throughput over the reference method on this case; None: replay
+    est_plain_s: float | None  # plain decoding's seconds under ``profile``; None: no per-step records
+    est_run_s: float | None  # this run's seconds under ``profile`` (forwards + drafter time)
+    identical: bool | None  # tokens equal the reference's; None: not checked (sampling, the reference itself)
+    mismatch: str | None  # where they first differ, with the top-2 margin there
+    accepted_lengths: list[int]  # [steps] accepted draft nodes per forward
+    drafted_lengths: list[int]  # [steps] verified draft nodes per forward
+    contexts: list[int]  # [steps] committed tokens before each forward
+    tokens: list[int]  # generated ids ([] in a replay: the trace holds them)
+    profile: str | None  # the cost profile behind est_*
+    experiment: str  # the config hash of the run that made the row
+    code: str  # hash of the code that made the row: rows are reused only while it is unchanged
+    git_sha: str | None
+    time: float  # when the row was made (Unix seconds)
+    config: dict = field(default_factory=dict)  # the comparison's settings (model, device, sampling, ...)
+
+    # -- derived, never stored ------------------------------------------------------------------
+    @property
+    def tau(self) -> float:
+        return self.new_tokens / self.forwards if self.forwards else 0.0
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        return self.new_tokens / self.wall_s if self.wall_s else None
+
+    @property
+    def est_speedup(self) -> float | None:
+        return self.est_plain_s / self.est_run_s if self.est_run_s else None
+
+    @property
+    def group(self) -> str:
+        return group_of(self.category, self.case, self.turn)
+
+    @property
+    def replay(self) -> bool:
+        return self.wall_s is None
+
+    # -- (de)serialisation ----------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "row") -> "CaseResult":
+        """The row ``data`` (a parsed JSON object); a missing or unknown field raises PLDError."""
+        if not isinstance(data, dict):
+            raise PLDError(f"{where}: a result row must be a JSON object, got {type(data).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        missing, unknown = sorted(names - data.keys()), sorted(data.keys() - names)
+        if missing or unknown:
+            parts = ([f"lacks {', '.join(missing)}"] if missing else []) + (
+                [f"has unknown {', '.join(unknown)}"] if unknown else [])
+            raise PLDError(f"{where} {' and '.join(parts)}: it was written by another version of pld-lab "
+                           "(rerun with --fresh, or point --results at a new folder)")
+        return cls(**data)
+
+
+def case_result(case_id: str, category: str, turn: int, prompt_tokens: int, method: str, params: dict, run: Run, *,
+                profile: CostProfile | None, experiment: str, code: str, with_prefill: bool = True,
+                reference: CaseResult | None = None, identical: bool | None = None, mismatch: str | None = None,
+                measured: bool = True, keep_tokens: bool = True, config: dict | None = None,
+                git_sha: str | None = None) -> CaseResult:
+    """Build the row of ``run``: the one place a run's numbers become a row.
+
+    ``profile`` prices the run's per-step records (``with_prefill=False`` rates the decoding phase
+    alone, as the board does); ``reference`` is the row of the method speedups are measured
+    against on this case (None: this run is the reference); ``measured=False`` marks a replay,
+    whose wall time is not a generation's and is not recorded.
+    """
+    steps = run.steps
+    if steps and profile is not None:
+        plain, spent = estimated_times(steps, profile, with_prefill=with_prefill, prefill_rows=run.top_rows > 0)
+    else:
+        plain = spent = None
+    speedup = None
+    if measured and reference is None:  # the reference itself
+        speedup = 1.0
+    elif measured and reference.wall_s and reference.new_tokens and run.wall_s > 0:
+        # a throughput ratio: the wall-time ratio when outputs match (greedy), and still fair when
+        # sampled outputs differ in length from the reference's
+        speedup = (run.new_tokens / run.wall_s) / (reference.new_tokens / reference.wall_s)
+    return CaseResult(
+        case=case_id, category=category, turn=turn, method=method, params=params, prompt_tokens=prompt_tokens,
+        new_tokens=run.new_tokens, forwards=run.forwards, drafted=run.drafted, accepted=run.accepted,
+        drafter_us_per_step=1e6 * run.drafter_s / max(run.forwards, 1) if run.has_drafter else None,
+        wall_s=run.wall_s if measured else None, forward_s=run.forward_s if measured and run.has_drafter else None,
+        speedup=speedup, est_plain_s=plain, est_run_s=spent, identical=identical, mismatch=mismatch,
+        accepted_lengths=[s.accepted for s in steps], drafted_lengths=[s.drafted for s in steps],
+        contexts=[s.context for s in steps], tokens=list(run.tokens) if keep_tokens else [],
+        profile=profile.model if profile is not None and steps else None,
+        experiment=experiment, code=code, git_sha=git_sha, time=time.time(), config=dict(config or {}),
+    )

@@ -1,0 +1,113 @@
+"""Record greedy runs once, replay any drafter against them in seconds.
+
+    python experiments/traces.py record [--tasks summarization,...] [--prompts N | --full] [--max-new-tokens 128]
+    python experiments/traces.py list
+    python experiments/traces.py profile [--remeasure]
+    python experiments/traces.py replay --drafters suffix-automaton,unfold [--traces DIR]
+
+Traces live under ``$PLD_LAB_CACHE/traces/<model>/`` beside the cost profile of the model that
+made them (``experiments.benchmarks.traces``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
+
+from tqdm import tqdm  # noqa: E402
+
+import decoding  # noqa: E402
+from decoding.cost import cost_profile  # noqa: E402
+from experiments.benchmarks import tasks  # noqa: E402
+from experiments.benchmarks.traces import load_trace_sets, model_key, traces_root  # noqa: E402
+from experiments.cli import guarded, quiet_libraries  # noqa: E402
+from experiments.reporting.tables import format_profile, report  # noqa: E402
+from experiments.running.record import record  # noqa: E402
+from experiments.running.replay import ReplayComparison, default_specs  # noqa: E402
+from lookup.errors import PLDError  # noqa: E402
+from lookup.specs import parse_list  # noqa: E402
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="greedy-decode task prompts once and store the traces")
+    rec.add_argument("--tasks", default=None, help="comma-separated suites (default: all embedded)")
+    rec.add_argument("--prompts", type=int, default=8, help="prompts per task (default 8)")
+    rec.add_argument("--full", action="store_true", help="every prompt of every task")
+    rec.add_argument("--max-new-tokens", type=int, default=128)
+    rec.add_argument("--model", default=None)
+    rec.add_argument("--device", default=None)
+    rec.add_argument("--out", default=None, help="trace folder (default: the cache)")
+    sub.add_parser("list", help="show recorded traces").add_argument("--traces", default=None)
+    prof = sub.add_parser("profile", help="measure (or show) the model's cost profile and store it with its traces")
+    prof.add_argument("--remeasure", action="store_true", help="measure again even when a profile is cached")
+    prof.add_argument("--model", default=None)
+    prof.add_argument("--device", default=None)
+    rep = sub.add_parser("replay", help="replay drafters against traces")
+    rep.add_argument("--drafters", default=None, help="comma-separated drafter specs (default: all replayable)")
+    rep.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
+    rep.add_argument("--results", default="results", help="folder for results JSONL (default: results/)")
+    rep.add_argument("--fresh", action="store_true", help="replay again rows the results already hold")
+    return p
+
+
+@guarded
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    quiet_libraries()
+    return COMMANDS[args.command](args)
+
+
+def cmd_list(args) -> int:
+    for s in load_trace_sets(args.traces):
+        print(f"{s.path}  {len(s.cases)} cases, {s.tokens} tokens")
+    return 0
+
+
+def cmd_replay(args) -> int:
+    specs = parse_list(args.drafters or "") or default_specs()
+    comparison = ReplayComparison(load_trace_sets(args.traces), specs, args.results, fresh=args.fresh)
+    comparison.run()
+    print(report(comparison))
+    return 0
+
+
+def cmd_profile(args) -> int:
+    target = decoding.load_model(args.model, device=args.device)
+    profile = cost_profile(target, remeasure=args.remeasure, progress=True)
+    folder = traces_root() / model_key(target.name)
+    profile.save(folder / "profile.json")
+    print(format_profile(profile))
+    print(f"saved with the traces in {folder}")
+    return 0
+
+
+def cmd_record(args) -> int:
+    if args.max_new_tokens < 1:
+        raise PLDError("--max-new-tokens must be >= 1")
+    names = parse_list(args.tasks) if args.tasks else tasks.available_tasks()
+    suites = {name: tasks.load_task(name, None if args.full else args.prompts) for name in names}
+    target = decoding.load_model(args.model, device=args.device)
+    folder = Path(args.out) if args.out else traces_root() / model_key(target.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    profile = cost_profile(target, progress=True)
+    profile.save(folder / "profile.json")
+    total = sum(len(p.turns) for ps in suites.values() for p in ps)
+    t0 = time.perf_counter()
+    with tqdm(total=total, desc="record", unit="case") as bar:
+        for name, prompts in suites.items():
+            record(target, name, prompts, args.max_new_tokens, folder, progress=bar)
+    print(f"traces in {folder} ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+COMMANDS = {"record": cmd_record, "list": cmd_list, "profile": cmd_profile, "replay": cmd_replay}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

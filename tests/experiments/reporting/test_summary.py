@@ -1,0 +1,239 @@
+"""summary.py: the aggregates every view shows, against brute-force references. Speedups pool as
+ratios of total times (not means of ratios), rows without a value are left out, nothing gives None."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from test_plots import case_row  # tests/experiments/reporting is on sys.path under pytest's default import mode
+
+from experiments.reporting.summary import (ALL, by_method_and_group, est_speedup_of, geo_mean, group_order,
+                                           is_drafter, method_order, oracle_gain, speedup_of, summarize)
+
+# -- rows -----------------------------------------------------------------------------------------
+positive = st.floats(1e-3, 1e3, allow_nan=False)
+METHODS = ("hf-greedy", "unfold", "voting")
+CATEGORIES = ("code-edit", "mt-bench", "summarization")
+
+
+@st.composite
+def result_rows(draw, method=None):
+    """One row with every optional field drawn present or absent, as live runs and replays leave them."""
+    category = draw(st.sampled_from(CATEGORIES))
+    turn = draw(st.integers(1, 2))
+    multi = category == "mt-bench"
+    case = f"{category}/{draw(st.integers(0, 5)):03d}" + (f"#{turn}" if multi else "")
+    steps = draw(st.lists(st.integers(0, 8), max_size=6))
+    measured = draw(st.booleans())
+    priced = draw(st.booleans())
+    return case_row(
+        case=case, category=category, turn=turn if multi else 1,
+        method=method or draw(st.sampled_from(METHODS)),
+        new_tokens=draw(st.integers(0, 500)), forwards=draw(st.integers(0, 500)),
+        drafted=draw(st.integers(0, 100)), accepted=draw(st.integers(0, 100)),
+        drafter_us_per_step=draw(st.none() | positive),
+        wall_s=draw(positive) if measured else None,
+        speedup=draw(st.none() | positive) if measured else None,
+        est_plain_s=draw(positive) if priced else None, est_run_s=draw(positive) if priced else None,
+        identical=draw(st.none() | st.booleans()), accepted_lengths=steps, contexts=list(range(100, 100 + len(steps))),
+    )
+
+
+row_lists = st.lists(result_rows(), max_size=12)
+
+
+def approx(value):
+    return None if value is None else pytest.approx(value, rel=1e-9)
+
+
+# -- brute-force references -----------------------------------------------------------------------
+def ref_speedup(rs):
+    """Total reference time over total method time, over the rows measured against the reference."""
+    ref_time = method_time = 0.0
+    for r in rs:
+        if r.speedup is not None and r.wall_s is not None:
+            ref_time += r.wall_s * r.speedup  # the reference's time on that case
+            method_time += r.wall_s
+    return ref_time / method_time if method_time else None
+
+
+def ref_est_speedup(rs):
+    plain = [r.est_plain_s for r in rs if r.est_run_s is not None]
+    spent = [r.est_run_s for r in rs if r.est_run_s is not None]
+    return math.fsum(plain) / math.fsum(spent) if spent else None
+
+
+# -- speedup_of / est_speedup_of ------------------------------------------------------------------
+@given(row_lists)
+def test_speedup_is_the_ratio_of_total_times(rs):
+    assert speedup_of(rs) == approx(ref_speedup(rs))
+    speedups = [r.speedup for r in rs if r.speedup is not None]
+    if speedups:  # a time-weighted mean of the rows' speedups: between the worst and the best
+        assert min(speedups) * (1 - 1e-9) <= speedup_of(rs) <= max(speedups) * (1 + 1e-9)
+
+
+@given(row_lists)
+def test_estimated_speedup_is_the_ratio_of_estimated_totals(rs):
+    assert est_speedup_of(rs) == approx(ref_est_speedup(rs))
+    unpriced = [case_row(new_tokens=r.new_tokens) for r in rs]  # rows without an estimate change nothing
+    assert est_speedup_of(rs + unpriced) == approx(ref_est_speedup(rs))
+
+
+@given(row_lists, st.permutations(range(12)))
+def test_pooled_speedups_ignore_row_order(rs, order):
+    shuffled = [rs[i] for i in order if i < len(rs)]
+    assert speedup_of(shuffled) == approx(speedup_of(rs))
+    assert est_speedup_of(shuffled) == approx(est_speedup_of(rs))
+
+
+def test_aggregates_are_time_ratios():
+    rs = [  # the reference took 2 s + 2 s; the method 1 s + 3 s -> 4 / 4 = 1.0, not mean(2, 0.67)
+        case_row(case="c/0", wall_s=1.0, speedup=2.0, new_tokens=10, forwards=5, est_plain_s=2.0, est_run_s=1.0),
+        case_row(case="c/1", wall_s=3.0, speedup=2 / 3, new_tokens=30, forwards=30, est_plain_s=3.0, est_run_s=3.0),
+    ]
+    s = summarize(rs)
+    assert s["speedup"] == pytest.approx(1.0)
+    assert s["est_speedup"] == pytest.approx((2 + 3) / (1 + 3))  # not mean(2, 1) = 1.5
+    assert s["tau"] == pytest.approx(40 / 35)
+    assert s["tokens_per_s"] == pytest.approx(10.0)
+    assert s["worst_speedup"] == pytest.approx(2 / 3)
+    assert s["identical"] is None and s["acceptance"] is None
+
+
+def test_estimated_times_pool_over_the_rows_that_have_them():
+    rs = [  # plain decoding: 3 s + 1 s estimated; the run: 1 s + 1 s -> 2.0 (not the token-weighted 1.2)
+        case_row(case="c/0", new_tokens=10, est_plain_s=3.0, est_run_s=1.0),
+        case_row(case="c/1", new_tokens=40, est_plain_s=1.0, est_run_s=1.0),
+    ]
+    assert est_speedup_of(rs) == pytest.approx(2.0)
+    rs[1].est_plain_s = rs[1].est_run_s = None  # a row without a profile is left out, not counted as 1x
+    assert est_speedup_of(rs) == pytest.approx(3.0)
+
+
+def test_nothing_to_pool_is_none():
+    for rs in ([], [case_row()], [case_row(wall_s=1.0)], [case_row(speedup=1.5)]):
+        assert speedup_of(rs) is None and est_speedup_of(rs) is None
+    empty = summarize([])
+    assert empty["n"] == 0 and empty["new_tokens"] == 0
+    assert all(empty[k] is None for k in ("tau", "tokens_per_s", "speedup", "est_speedup", "worst_speedup",
+                                          "drafter_us_per_step", "acceptance", "mean_accepted", "identical"))
+
+
+# -- summarize ------------------------------------------------------------------------------------
+@given(row_lists)
+def test_summarize_against_brute_force(rs):
+    s = summarize(rs)
+    tokens, forwards = sum(r.new_tokens for r in rs), sum(r.forwards for r in rs)
+    timed = [r for r in rs if r.wall_s is not None]
+    steps = [a for r in rs for a in r.accepted_lengths]
+    us = [(r.drafter_us_per_step, r.forwards) for r in rs if r.drafter_us_per_step is not None]
+    drafted, accepted = sum(r.drafted for r in rs), sum(r.accepted for r in rs)
+    checks = [r.identical for r in rs if r.identical is not None]
+    assert s["n"] == len(rs) and s["new_tokens"] == tokens and s["forwards"] == forwards
+    assert s["drafted"] == drafted and s["accepted"] == accepted
+    assert s["tau"] == approx(tokens / forwards if forwards else None)
+    assert s["tokens_per_s"] == approx(sum(r.new_tokens for r in timed) / sum(r.wall_s for r in timed)
+                                       if timed else None)
+    assert s["speedup"] == approx(ref_speedup(rs)) and s["est_speedup"] == approx(ref_est_speedup(rs))
+    assert s["worst_speedup"] == approx(min((r.speedup for r in rs if r.speedup is not None), default=None))
+    # drafter time per forward over all forwards, not a mean of the rows' means
+    weight = sum(f for _, f in us)
+    assert s["drafter_us_per_step"] == approx(sum(u * f for u, f in us) / weight if weight else None)
+    assert s["acceptance"] == approx(accepted / drafted if drafted else None)
+    assert s["mean_accepted"] == approx(statistics.fmean(steps) if steps else None)
+    assert s["identical"] == (None if not checks else False not in checks)
+
+
+def test_one_mismatch_makes_the_method_not_identical():
+    assert summarize([case_row(identical=True), case_row(identical=None)])["identical"] is True
+    assert summarize([case_row(identical=True), case_row(identical=False)])["identical"] is False
+
+
+# -- geo_mean / oracle_gain -----------------------------------------------------------------------
+values = st.lists(st.none() | st.floats(allow_nan=True, allow_infinity=True), max_size=10)
+
+
+@given(values)
+def test_geo_mean_of_the_positive_finite_values(xs):
+    kept = [x for x in xs if x is not None and math.isfinite(x) and x > 0]
+    assume(all(1e-100 < x < 1e100 for x in kept))  # statistics' reference stays exact in this range
+    assert geo_mean(xs) == approx(statistics.geometric_mean(kept) if kept else None)
+
+
+@given(st.lists(st.floats(1e-6, 1e6), min_size=1, max_size=10), st.floats(1e-3, 1e3))
+def test_geo_mean_is_a_mean(xs, k):
+    g = geo_mean(xs)
+    assert min(xs) * (1 - 1e-9) <= g <= max(xs) * (1 + 1e-9)
+    assert geo_mean([k * x for x in xs]) == pytest.approx(k * g, rel=1e-9)
+    assert geo_mean([g] * 3) == pytest.approx(g)
+    assert geo_mean([4.0, 1.0]) == pytest.approx(2.0)
+
+
+@given(st.none() | st.floats(allow_nan=False), st.none() | st.floats(allow_nan=False))
+def test_oracle_gain(score, oracle):
+    gain = oracle_gain(score, oracle)
+    if score is None or oracle is None or oracle <= 1:
+        assert gain is None
+    else:
+        assume(math.isfinite(score) and math.isfinite(oracle))
+        assert gain == pytest.approx((score - 1) / (oracle - 1))
+
+
+def test_oracle_gain_examples():
+    assert oracle_gain(1.5, 2.0) == pytest.approx(0.5)
+    assert oracle_gain(2.0, 2.0) == pytest.approx(1.0)
+    assert oracle_gain(1.0, 3.0) == 0.0
+    assert oracle_gain(0.8, 1.4) == pytest.approx(-0.5)  # slower than plain decoding: a negative share
+    assert oracle_gain(1.5, 1.0) is None and oracle_gain(1.5, 0.9) is None
+    assert oracle_gain(None, 2.0) is None and oracle_gain(1.5, None) is None
+
+
+# -- grouping -------------------------------------------------------------------------------------
+@given(row_lists)
+def test_every_row_appears_under_its_group_and_all(rs):
+    cells = by_method_and_group(rs)
+    for r in rs:
+        assert any(x is r for x in cells[(r.method, r.group)])
+        assert any(x is r for x in cells[(r.method, ALL)])
+    # exactly once each, and nothing else: every row twice in total
+    assert sum(len(v) for v in cells.values()) == 2 * len(rs)
+    assert set(cells) == {(r.method, g) for r in rs for g in (r.group, ALL)}
+    for (method, group), mine in cells.items():
+        assert all(r.method == method and group in (r.group, ALL) for r in mine)
+        ids = {id(r) for r in mine}
+        assert [id(r) for r in rs if id(r) in ids] == [id(r) for r in mine]  # rows keep their order
+    if rs:
+        assert Counter(id(r) for m in method_order(rs) for r in cells[(m, ALL)]) == Counter(id(r) for r in rs)
+
+
+@given(row_lists)
+def test_method_and_group_order(rs):
+    assert method_order(rs) == list(dict.fromkeys(r.method for r in rs))  # first appearance: reference first
+    assert group_order(rs) == sorted({r.group for r in rs})
+    assert ALL not in group_order(rs)
+
+
+def test_multi_turn_cases_group_per_turn():
+    rs = [case_row(case="mt-bench/81#1", category="mt-bench", turn=1),
+          case_row(case="mt-bench/81#2", category="mt-bench", turn=2),
+          case_row(case="code-edit/0", category="code-edit")]
+    assert group_order(rs) == ["code-edit", "mt-bench (turn 1)", "mt-bench (turn 2)"]
+
+
+def test_a_category_named_all_is_not_pooled_twice():
+    rs = [case_row(case="all/0", category="all", new_tokens=10, forwards=5),
+          case_row(case="code-edit/0", category="code-edit", new_tokens=10, forwards=10)]
+    pooled = by_method_and_group(rs)[("m", ALL)]
+    assert len(pooled) == 2 and summarize(pooled)["tau"] == pytest.approx(20 / 15)
+
+
+def test_is_drafter():
+    assert is_drafter([case_row(accepted_lengths=[1, 0], drafted=4)])
+    assert not is_drafter([case_row(accepted_lengths=[0, 0], drafted=0)])  # the `none` drafter never drafts
+    assert not is_drafter([case_row(accepted_lengths=[], drafted=4)])  # transformers' hf-lookup: no steps
+    assert not is_drafter([])
