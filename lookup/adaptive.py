@@ -86,7 +86,8 @@ class AdaptiveDrafter(Drafter):
         super().__init__()
         if not isinstance(base, (str, Drafter)):
             # a spec's base=none parses to None: the drafter named "none" must be quoted
-            raise TypeError(f"base must be a drafter name or instance, got {base!r}")
+            hint = " (the drafter named none is written base='none')" if base is None else ""
+            raise TypeError(f"base must be a drafter name or instance, got {base!r}{hint}")
         if base_params is None:
             base_params = DEFAULT_BASE_PARAMS if base == DEFAULT_BASE else {}
         self.base = create(base, **base_params) if isinstance(base, str) else base
