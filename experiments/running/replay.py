@@ -70,6 +70,18 @@ def replay_rows(sets: Sequence[TraceSet], specs: Sequence[str] | None = None, pr
     return list(comparison.rows.values())
 
 
+def _check_unique_cases(sets: Sequence[TraceSet]) -> None:
+    """Rows are keyed by (case, method): a case recorded twice (one prompt at two lengths) would
+    have its rows mixed up, so it is refused."""
+    seen: dict[str, Path] = {}
+    for trace_set in sets:
+        for case in trace_set.cases:
+            if case.case in seen and seen[case.case] != trace_set.path:
+                raise PLDError(f"case {case.case} is in both {seen[case.case].name} and {trace_set.path.name}; "
+                               "replay one of them at a time (a folder of its own, --traces DIR)")
+            seen[case.case] = trace_set.path
+
+
 class ReplayComparison:
     """compare.py --replay: drafters against recorded traces, rows to JSONL, tables per category.
 
@@ -80,6 +92,7 @@ class ReplayComparison:
     def __init__(self, sets: Sequence[TraceSet], specs: Sequence[str], results_dir: str | Path | None = "results",
                  fresh: bool = False, profile: CostProfile | None = None) -> None:
         self.sets, self.profile = list(sets), profile
+        _check_unique_cases(self.sets)
         self.methods = replay_methods(specs)
         self.specs = [m.spec for m in self.methods]
         profiles = [self._profile(s) for s in self.sets]

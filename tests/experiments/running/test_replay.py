@@ -102,3 +102,40 @@ def test_replay_leaves_out_drafters_that_read_the_targets_logits():
     assert not lookup.replayable("recycling") and lookup.replayable("voting")
     with pytest.raises(PLDError, match="recycling read the target's top-k"):
         replay_rows([], ["recycling"], progress=False)
+
+
+def test_a_case_recorded_in_two_files_is_refused_not_mixed_up(tmp_path):
+    from experiments.benchmarks.traces import load_trace_sets, trace_file
+    from experiments.running.replay import ReplayComparison
+
+    case = TraceCase("t/0", "t", 1, [1, 2, 3, 1, 2], [3, 1, 2], [0.01] * 3, "toy", 8, [0], 4)
+    for length in (4, 8):
+        append_case(trace_file(tmp_path, "t", length), case)
+    with pytest.raises(PLDError, match="t/0 is in both t-n4.jsonl.gz and t-n8.jsonl.gz"):
+        ReplayComparison(load_trace_sets(tmp_path), ["none"], results_dir=None)
+
+
+def test_a_replay_rerun_appends_nothing_and_a_code_change_replays_again(tmp_path, monkeypatch):
+    from experiments.benchmarks.traces import load_trace_sets, trace_file
+    from experiments.running import replay
+    from experiments.running.store import ResultStore
+
+    traces, results = tmp_path / "traces", tmp_path / "results"
+    for i in range(3):
+        case = TraceCase(f"t/{i}", "t", 1, [1, 2, 3, 1, 2, i], [3, 1, 2, i], [0.01] * 4, "toy", 8, [0], 4)
+        append_case(trace_file(traces, "t", 4), case)
+
+    def run(specs):
+        comparison = replay.ReplayComparison(load_trace_sets(traces), specs, results)
+        comparison.run(progress=False)
+        return comparison, [r.method for r in ResultStore(comparison.store.path).rows()]
+
+    first, lines = run(["none", "unfold"])
+    assert len(first.rows) == 6 and len(lines) == 6
+    _, lines = run(["none", "unfold"])
+    assert len(lines) == 6  # nothing replayed, nothing appended
+    _, lines = run(["none", "unfold", "voting"])
+    assert sorted(lines) == ["none"] * 3 + ["unfold"] * 3 + ["voting"] * 3  # only the new drafter
+    monkeypatch.setattr(replay, "code_key", lambda *a, **k: "changed")
+    again, lines = run(["none"])
+    assert len(lines) == 12 and all(r.code == "changed" for r in again.rows.values())
