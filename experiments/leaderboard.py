@@ -102,7 +102,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_submit(args, board: Board) -> int:
-
     if bool(args.file) == bool(args.entry_point):
         raise PLDError("give a submission file or --entry-point NAME (one of them)")
     params = _params(args.params)
@@ -139,13 +138,13 @@ def _params(text: str | None) -> dict:
 
 
 def cmd_show(args, board: Board) -> int:
-
     if args.benchmark:
         bench = board.resolve(args.benchmark)
-        info = board.load()["benchmarks"].get(bench, {"hash": bench})
+    elif args.traces:  # the board of the traces named
+        bench = _benchmark(args)[1]["hash"]
     else:
-        _, info = _benchmark(args)
-        bench = info["hash"]
+        bench = _current_benchmark(args, board)
+    info = board.load()["benchmarks"].get(bench, {"hash": bench})
     entries = board.entries(bench)
     if not entries:
         raise PLDError(f"nothing on the board for benchmark {bench}; run `python experiments/leaderboard.py build`")
@@ -153,9 +152,20 @@ def cmd_show(args, board: Board) -> int:
     return 0
 
 
+def _current_benchmark(args, board: Board) -> str:
+    """The benchmark of the default traces when they are here; else the board's own: the board
+    file is enough to read it (the benchmark whose entries are the newest, when it holds several)."""
+    try:
+        return _benchmark(args)[1]["hash"]
+    except PLDError:
+        entries = board.load()["entries"]
+        if not entries:
+            raise PLDError(f"the board in {board.folder} is empty; run `python experiments/leaderboard.py build`") from None
+        newest = max(entries, key=lambda e: str(e.get("time") or ""))
+        return newest["benchmark"]
+
+
 def cmd_build(args, board: Board) -> int:
-
-
     limits = _limits(args)
     landlock = not args.no_landlock
     sets, info = _benchmark(args)

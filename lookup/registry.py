@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import difflib
 from importlib import metadata
+from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
 from lookup.base import Drafter
 from lookup.errors import PLDError
+from lookup.files import drafter_class_in, is_drafter_file
 
 ENTRY_POINT_GROUP = "pld_lab.drafters"
 
@@ -73,7 +75,13 @@ def available() -> list[str]:
 
 
 def get(name: str) -> type[Drafter]:
-    """The class registered as ``name``; unknown names raise with close suggestions."""
+    """The class registered as ``name``, or the one drafter a ``.py`` file at that path defines
+    (``lookup.files``); unknown names raise with close suggestions."""
+    if is_drafter_file(name):
+        cls = drafter_class_in(name)
+        if cls.name == Drafter.name:  # a file that does not @register its class
+            cls.name = Path(name).stem
+        return cls
     if name not in _REGISTRY:
         _load_entry_points()
     if name not in _REGISTRY:

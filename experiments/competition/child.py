@@ -305,10 +305,9 @@ class LoadError(Exception):
 
 
 def _load_file(source: dict):
-    import inspect
     import types
 
-    from lookup.base import Drafter
+    from lookup.files import drafter_leaves
 
     path = source["path"]
     # compiled from the source, never from a cached .pyc beside it
@@ -318,10 +317,7 @@ def _load_file(source: dict):
     module.__file__ = path
     sys.modules["pld_submission"] = module
     exec(code, module.__dict__)
-    found = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Drafter)
-             and c.__module__ == module.__name__ and not inspect.isabstract(c)]
-    # a helper base class in the same file does not count: keep the classes nothing else extends
-    leaves = [c for c in found if not any(o is not c and issubclass(o, c) for o in found)]
+    leaves = drafter_leaves(module)  # the rule every drafter file follows (lookup.files)
     if not leaves:
         raise LoadError(f"{os.path.basename(path)} defines no Drafter subclass (class X(lookup.Drafter) with a propose method)")
     if len(leaves) > 1:

@@ -23,6 +23,9 @@ import compare  # noqa: E402
         (["--drafters", "unfold:max_ngram_size"], "key=value"),
         (["--drafters", "unfold:bogus=1"], "unexpected keyword"),
         (["--top-p", "0"], "top-p"),
+        (["--drafters", "none,./no/such/drafter.py"], "no drafter file"),
+        (["--device", "tpu9"], "not a torch device"),
+        (["--drafters", "voting:tree=yes"], "tree must be True or False"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, match, capsys, tmp_path):
@@ -52,3 +55,24 @@ def test_small_comparison_writes_rows_and_resumes(tmp_path, capsys, embedded, mo
     # a rerun of the same configuration measures nothing new
     assert compare.main(argv) == 0
     assert len(path.read_text().splitlines()) == 9
+
+
+def test_a_drafter_file_with_parameters_replays_beside_the_built_ins(tmp_path, capsys):
+    from experiments.benchmarks.traces import TraceCase, append_case, trace_file
+
+    drafter = tmp_path / "repeat_last.py"
+    drafter.write_text("from lookup import Draft, Drafter\n\n\nclass RepeatLast(Drafter):\n"
+                       "    def __init__(self, max_tokens=1):\n        super().__init__()\n"
+                       "        self.max_tokens = max_tokens\n\n    def propose(self, budget):\n"
+                       "        return Draft(self.context[-1:] * min(budget, self.max_tokens))\n")
+    for i in range(2):
+        out = [7] * 6 + [3, 4]
+        append_case(trace_file(tmp_path / "traces", "rep", 8),
+                    TraceCase(f"rep/{i}", "rep", 1, [1, 2, 7], out, [0.01] * 8, "toy", 16, [0], 8))
+    spec = f"{drafter}:max_tokens=4"
+    argv = ["--replay", "--traces", str(tmp_path / "traces"), "--drafters", f"none,{spec}", "--results",
+            str(tmp_path / "results"), "--wandb", "off"]
+    assert compare.main(argv) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith(spec))
+    assert float(line.split()[4]) > 1.5  # tau: the repeated 7s are drafted and accepted

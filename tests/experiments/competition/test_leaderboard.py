@@ -312,3 +312,20 @@ def test_verify_on_a_tiny_model_is_lossless():
     entry = {"name": "suffix-automaton", "source": {"kind": "builtin", "name": "suffix-automaton"}}
     result = lb.verify_entries([entry], target, prompts, 24, QUICK)["suffix-automaton"]
     assert result["identical"] is True and result["speedup"] > 0 and result["tau"] >= 1
+
+
+def test_show_needs_no_traces_the_board_file_is_enough(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path / "empty-cache"))  # no traces anywhere
+    board = Board(tmp_path / "board")
+    assert cli.main(["show", "--board", str(board.folder)]) == 2  # an empty board: one line
+    assert "is empty" in capsys.readouterr().err
+    old, new = fake_entry("old-one", 1.2), fake_entry("new-one", 1.4)
+    old.update(benchmark="a" * 16, time="2026-01-01T00:00:00+00:00")
+    new.update(benchmark="c" * 16, time="2026-02-01T00:00:00+00:00")
+    board.record(old)
+    board.record(new)
+    assert cli.main(["show", "--board", str(board.folder)]) == 0
+    out = capsys.readouterr().out
+    assert "new-one" in out and "old-one" not in out  # the newest benchmark's board
+    assert cli.main(["show", "--board", str(board.folder), "--benchmark", "aaaa"]) == 0
+    assert "old-one" in capsys.readouterr().out

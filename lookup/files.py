@@ -1,0 +1,74 @@
+"""A drafter defined in a Python file: wherever a drafter name goes, a path to a ``.py`` file does.
+
+    cls = drafter_class_in("my_drafter.py")        # the one Drafter subclass the file defines
+    lookup.create("my_drafter.py", max_tokens=8)   # the registry resolves file paths through here
+
+A file defines exactly one drafter: the Drafter subclasses defined in it (not imported into it)
+that no other of them extends. A helper base class in the same file does not count. The same
+file can be submitted to the competition unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+import types
+from pathlib import Path
+
+from lookup.base import Drafter
+from lookup.errors import PLDError
+
+SUFFIX = ".py"
+
+
+def is_drafter_file(name: str) -> bool:
+    """Whether a drafter name is a path to a Python file (it ends in ``.py``)."""
+    return name.endswith(SUFFIX)
+
+
+def drafter_leaves(module: types.ModuleType) -> list[type[Drafter]]:
+    """The concrete Drafter subclasses ``module`` defines that no other of them extends."""
+    found = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Drafter)
+             and c.__module__ == module.__name__ and not inspect.isabstract(c)]
+    return [c for c in found if not any(o is not c and issubclass(o, c) for o in found)]
+
+
+def the_drafter(module: types.ModuleType, where: str) -> type[Drafter]:
+    """The one drafter ``module`` defines; none or several raise PLDError naming ``where``."""
+    leaves = drafter_leaves(module)
+    if not leaves:
+        raise PLDError(f"{where} defines no Drafter subclass (class X(lookup.Drafter) with a propose method)")
+    if len(leaves) > 1:
+        names = ", ".join(sorted(c.__name__ for c in leaves))
+        raise PLDError(f"{where} defines {len(leaves)} Drafter subclasses ({names}); a drafter file defines exactly one")
+    return leaves[0]
+
+
+def drafter_class_in(path: str | Path) -> type[Drafter]:
+    """Load the file at ``path`` as a module of its own and return the one drafter it defines.
+
+    The module is named after the file's resolved path, so two files never share one, and
+    loading a file again (after an edit, say) gives the class of its new source.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise PLDError(f"no drafter file {path}")
+    resolved = path.resolve()
+    source = resolved.read_bytes()
+    name = "pld_drafter_" + hashlib.sha256(str(resolved).encode() + b"\0" + source).hexdigest()[:12]
+    module = sys.modules.get(name)
+    if module is None:
+        module = types.ModuleType(name)
+        module.__file__ = str(resolved)
+        try:
+            code = compile(source, str(resolved), "exec", dont_inherit=True)
+            sys.modules[name] = module  # dataclasses and pickling look their module up
+            exec(code, module.__dict__)
+        except SyntaxError as exc:
+            sys.modules.pop(name, None)
+            raise PLDError(f"{path}: line {exc.lineno}: {exc.msg}") from None
+        except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
+            sys.modules.pop(name, None)
+            raise PLDError(f"{path} failed to import: {type(exc).__name__}: {exc}") from None
+    return the_drafter(module, path.name)
