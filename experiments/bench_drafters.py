@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes, short timings (a smoke test)")
     ap.add_argument("--drafters", default=None, help="comma-separated subset of drafters (default: all)")
     # One thread by default: lookup runs between forwards, and on a small shared CPU a torch
-    # thread pool waiting for a busy core turns 0.1 ms ops into 50 ms outliers.
+    # thread pool waiting for a busy core turns sub-millisecond ops into long outliers.
     ap.add_argument("--threads", type=int, default=1, help="torch threads for the torch-based methods")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)

@@ -148,7 +148,7 @@ def cost_aware_oracle_times(case: TraceCase, profile: CostProfile, cap: int = OR
     cost of a forward, and drafts a prefix of the longest correct run (possibly nothing) wherever
     that makes the whole generation cheapest (dynamic programming over positions).
 
-    On a CPU, where verifying 2 tokens costs ~1.5 plain steps, drafting every 1-token run loses
+    On a CPU, where verifying 2 tokens costs well over one plain step, drafting every 1-token run loses
     time; this oracle skips those, so its speedup bounds every lookup drafter's under ``profile``.
     """
     seq = np.concatenate([np.asarray(case.prompt, dtype=np.int64), np.asarray(case.output, dtype=np.int64)])

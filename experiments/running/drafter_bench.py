@@ -82,7 +82,7 @@ def random_tokens(n: int, seed: int = 0) -> np.ndarray:
 
 
 def text_tokens(n: int) -> tuple[np.ndarray, str]:
-    """Python's pydoc topics (~465k chars), tokenized and repeated to ``n`` tokens.  # [n] int64"""
+    """Python's pydoc topics, tokenized and repeated to ``n`` tokens.  # [n] int64"""
     import pydoc_data.topics
 
     text = "\n\n".join(pydoc_data.topics.topics.values())
