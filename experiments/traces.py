@@ -4,6 +4,7 @@
     python experiments/traces.py list
     python experiments/traces.py profile [--remeasure]
     python experiments/traces.py replay --drafters suffix-automaton,unfold [--traces DIR]
+    python experiments/traces.py verify [--cases 10] [--traces DIR]   # are these traces this model's, here?
 
 Traces live under ``$PLD_LAB_CACHE/traces/<model>/`` beside the cost profile of the model that
 made them (``experiments.benchmarks.traces``).
@@ -22,12 +23,14 @@ from tqdm import tqdm  # noqa: E402
 
 import decoding  # noqa: E402
 from decoding.cost import cost_profile  # noqa: E402
+from decoding.lossless import NUMERIC_MARGIN  # noqa: E402
 from experiments.benchmarks import tasks  # noqa: E402
 from experiments.benchmarks.traces import load_trace_sets, model_key, traces_root  # noqa: E402
 from experiments.cli import guarded, quiet_libraries  # noqa: E402
-from experiments.reporting.tables import format_profile, report  # noqa: E402
+from experiments.reporting.tables import format_profile, render, report  # noqa: E402
 from experiments.running.record import record  # noqa: E402
 from experiments.running.replay import ReplayComparison, default_specs  # noqa: E402
+from experiments.running.verify import check_traces  # noqa: E402
 from lookup.errors import PLDError  # noqa: E402
 from lookup.specs import parse_list  # noqa: E402
 
@@ -53,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
     rep.add_argument("--results", default="results", help="folder for results JSONL (default: results/)")
     rep.add_argument("--fresh", action="store_true", help="replay again rows the results already hold")
+    ver = sub.add_parser("verify", help="re-decode recorded cases on the model here and compare them token by token")
+    ver.add_argument("--cases", type=int, default=10, help="cases to re-decode, one per task in turn (default 10)")
+    ver.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
+    ver.add_argument("--model", default=None)
+    ver.add_argument("--device", default=None)
     return p
 
 
@@ -106,7 +114,25 @@ def cmd_record(args) -> int:
     return 0
 
 
-COMMANDS = {"record": cmd_record, "list": cmd_list, "profile": cmd_profile, "replay": cmd_replay}
+def cmd_verify(args) -> int:
+    """Exit 1 when a case parts from its trace at a margin wider than float noise."""
+    sets = load_trace_sets(args.traces)
+    target = decoding.load_model(args.model, device=args.device)
+    checks = check_traces(target, sets, args.cases)
+    rows = [[c.case, c.tokens, "yes" if c.identical else "NO",
+             None if c.identical else c.mismatch.position, None if c.identical else c.mismatch.margin,
+             "" if c.identical else ("float noise" if c.mismatch.is_numeric else "differs")] for c in checks]
+    print(render(["case", "tokens", "identical", "first difference", "top-2 margin", "verdict"], rows))
+    same = sum(c.identical for c in checks)
+    wide = [c for c in checks if not c.identical and not c.mismatch.is_numeric]
+    print(f"\n{same} of {len(checks)} cases token-identical to their traces on {target.name} ({target.device}); "
+          f"{len(checks) - same - len(wide)} part at a top-2 margin within float noise (<= {NUMERIC_MARGIN:g}), "
+          f"{len(wide)} beyond it")
+    return 1 if wide else 0
+
+
+COMMANDS = {"record": cmd_record, "list": cmd_list, "profile": cmd_profile, "replay": cmd_replay,
+            "verify": cmd_verify}
 
 
 if __name__ == "__main__":

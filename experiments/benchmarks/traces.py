@@ -16,6 +16,7 @@ import re
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from decoding.loading import EMBEDDED_NAME, cache_dir
 from lookup.cost import CPU_SMOLLM2, CostProfile
@@ -155,3 +156,15 @@ def benchmark_hash(sets) -> str:
     profiles = sorted({s.profile.to_json() for s in sets})
     h.update("\n".join(profiles).encode())
     return h.hexdigest()[:16]
+
+
+def spread_cases(sets: Sequence[TraceSet], count: int) -> list[tuple[TraceSet, TraceCase]]:
+    """``count`` cases of the benchmark, one per task in turn, first cases first (every task is
+    represented before any gets a second case)."""
+    out, i = [], 0
+    while len(out) < count and any(i < len(s.cases) for s in sets):
+        for trace_set in sets:
+            if i < len(trace_set.cases) and len(out) < count:
+                out.append((trace_set, trace_set.cases[i]))
+        i += 1
+    return out

@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 import decoding
 import lookup
+from experiments.benchmarks.traces import spread_cases
 from experiments.competition.board import NAME_RE, ORACLE, ROOT, Board, now
 from experiments.competition.sandbox import Disqualified, Sandbox, Submission, evaluate
 from experiments.competition.scoring import ORACLE_CAP, board_rows, entry_scores, oracle_rows
@@ -226,12 +227,4 @@ def submission_of(entry: dict):
 
 def verify_prompts(sets, count: int) -> list[list[int]]:
     """``count`` prompts from the benchmark, one per task in turn (first cases first)."""
-    out, i = [], 0
-    while len(out) < count and any(i < len(s.cases) for s in sets):
-        for s in sets:
-            if i < len(s.cases) and len(out) < count:
-                out.append(list(s.cases[i].prompt))
-        i += 1
-    return out
-
-
+    return [list(case.prompt) for _, case in spread_cases(sets, count)]

@@ -1,0 +1,54 @@
+"""Check recorded traces against the model here: re-decode cases greedily and compare token by token.
+
+    checks = check_traces(target, sets, count=10)
+    [c for c in checks if not c.identical]       # where this machine's model parts from the traces
+
+Traces are one model's greedy behaviour on one machine. Another machine (other kernels, another
+library version) can part from them where the target's top two logits are within float error of
+each other; a difference at a wide margin means the traces are not this model's behaviour here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from tqdm import tqdm
+
+import decoding
+import lookup
+from decoding.lossless import Mismatch, compare_outputs
+from experiments.benchmarks.traces import TraceSet, spread_cases
+from lookup.errors import PLDError
+
+
+@dataclass(frozen=True)
+class TraceCheck:
+    """One re-decoded case: None as mismatch when every token is the trace's."""
+
+    case: str
+    task: str
+    tokens: int  # tokens in the trace's output
+    mismatch: Mismatch | None
+
+    @property
+    def identical(self) -> bool:
+        return self.mismatch is None
+
+
+def check_traces(target, sets: Sequence[TraceSet], count: int, progress: bool = True) -> list[TraceCheck]:
+    """Greedy-decode ``count`` cases (one per task in turn) on ``target`` and compare each with its trace."""
+    if count < 1:
+        raise PLDError(f"--cases must be >= 1, got {count}")
+    picked = spread_cases(sets, count)
+    sizes = {case.vocab_size for _, case in picked}
+    if sizes and sizes != {target.vocab_size}:
+        raise PLDError(f"the traces come from a model with a vocabulary of {', '.join(map(str, sorted(sizes)))}; "
+                       f"{target.name} has {target.vocab_size}: pick its own traces (--traces DIR)")
+    checks = []
+    for trace_set, case in tqdm(picked, desc="verify", unit="case", disable=not progress, dynamic_ncols=True):
+        out = decoding.generate(target, case.prompt, lookup.create("none"), case.max_new_tokens,
+                                eos_token_ids=case.eos or None)
+        checks.append(TraceCheck(case.case, trace_set.task, len(case.output),
+                                 compare_outputs(target, case.prompt, out.tokens, case.output)))
+    return checks
