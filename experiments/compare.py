@@ -6,7 +6,7 @@
     python experiments/compare.py --replay --full      # every recorded trace, no model: seconds
 
 Every (prompt, method) result is appended to a JSONL file as soon as it is measured; a rerun
-of the same configuration skips what is already there.
+of the same configuration skips what is already there while the code that made it is unchanged.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
 
 from experiments.cli import guarded, quiet_libraries  # noqa: E402
-from lookup.specs import parse_list, parse_spec  # noqa: E402
+from lookup.specs import parse_list  # noqa: E402
 
 import lookup  # noqa: E402
 from experiments.reporting.plots import write_plots  # noqa: E402
 from experiments.reporting.tables import report  # noqa: E402
 from experiments.reporting.wandb_log import log_comparison, resolve_mode  # noqa: E402
 from experiments.running.live import Comparison  # noqa: E402
-from experiments.running.replay import ReplayComparison  # noqa: E402
+from experiments.running.replay import ReplayComparison, replayable_spec  # noqa: E402
 
 DEFAULT_METHODS = "hf-greedy,hf-lookup,none,unfold"
 
@@ -63,12 +63,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def replayable(spec: str) -> bool:
-    """Whether a trace can stand in for the target of ``spec`` (references are filtered later)."""
-    name, params = parse_spec(spec)
-    return name not in lookup.available() or lookup.replayable(name, **params)
-
-
 def default_methods() -> list[str]:
     base = parse_list(DEFAULT_METHODS)
     return base + [n for n in lookup.available() if n not in base]
@@ -81,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = resolve_mode(args.wandb)  # before any work: a bad value is a one-line error
     methods = parse_list(args.drafters) if args.drafters else default_methods()
     if args.replay and not args.drafters:  # traces cannot serve drafters that read the target's logits
-        methods = [m for m in methods if replayable(m)]
+        methods = [m for m in methods if replayable_spec(m)]
     if args.replay:
         comparison = ReplayComparison.from_args(args, methods)
     else:

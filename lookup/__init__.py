@@ -5,7 +5,8 @@ Importing this package registers the built-in drafters.
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.errors import PLDError
-from lookup.registry import UnknownDrafterError, available, create, get, register, replayable, unknown_name
+from lookup.registry import (UnknownDrafterError, available, builtin_names, create, get, register, replayable,
+                             unknown_name)
 
 # Built-in drafters register themselves on import.
 from lookup import adaptive, baseline, recycling, suffix_automaton, unfold, voting  # noqa: E402,F401  isort: skip
@@ -17,6 +18,7 @@ __all__ = [
     "PLDError",
     "UnknownDrafterError",
     "available",
+    "builtin_names",
     "create",
     "get",
     "register",

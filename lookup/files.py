@@ -27,6 +27,12 @@ def is_drafter_file(name: str) -> bool:
     return name.endswith(SUFFIX)
 
 
+def file_drafter_name(path: str | Path) -> str:
+    """The name a drafter file goes by when its class does not register one: the file's stem,
+    with dashes for underscores (``my_drafter.py`` -> ``my-drafter``)."""
+    return Path(path).stem.replace("_", "-")
+
+
 def drafter_leaves(module: types.ModuleType) -> list[type[Drafter]]:
     """The concrete Drafter subclasses ``module`` defines that no other of them extends."""
     found = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Drafter)

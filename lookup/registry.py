@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import difflib
 from importlib import metadata
-from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
 from lookup.base import Drafter
 from lookup.errors import PLDError
-from lookup.files import drafter_class_in, is_drafter_file
+from lookup.files import drafter_class_in, file_drafter_name, is_drafter_file
 
 ENTRY_POINT_GROUP = "pld_lab.drafters"
 
@@ -80,7 +79,7 @@ def get(name: str) -> type[Drafter]:
     if is_drafter_file(name):
         cls = drafter_class_in(name)
         if cls.name == Drafter.name:  # a file that does not @register its class
-            cls.name = Path(name).stem
+            cls.name = file_drafter_name(name)
         return cls
     if name not in _REGISTRY:
         _load_entry_points()
@@ -110,3 +109,8 @@ def replayable(name: str, **params) -> bool:
     if not params:
         return get(name).wants_top == 0
     return create(name, **params).wants_top == 0
+
+
+def builtin_names() -> list[str]:
+    """The drafters that ship with pld-lab (not plug-ins, not drafter files), sorted."""
+    return sorted(name for name, cls in _REGISTRY.items() if cls.__module__.split(".")[0] == "lookup")

@@ -20,7 +20,7 @@ from experiments.competition.board import NAME_RE, ORACLE, ROOT, Board, now
 from experiments.competition.sandbox import Disqualified, Sandbox, Submission, evaluate
 from experiments.competition.scoring import ORACLE_CAP, board_rows, entry_scores, oracle_rows
 from experiments.running.methods import Run
-from experiments.running.store import git_sha
+from experiments.running.store import code_key, git_sha
 from lookup.errors import PLDError
 
 EXAMPLES = Path(__file__).resolve().parent / "submissions"
@@ -44,15 +44,9 @@ def _source_info(submission) -> dict:
 def check_name(name: str, kind: str) -> str:
     if not NAME_RE.fullmatch(name or ""):
         raise PLDError(f"name {name!r}: use 1-48 letters, digits, '.', '_' or '-', starting with a letter or digit")
-    if kind == "submission" and (name == ORACLE or name in _builtin_names()):
+    if kind == "submission" and (name == ORACLE or name in lookup.builtin_names()):
         raise PLDError(f"name {name!r} is taken by a baseline; choose another --name")
     return name
-
-
-def _builtin_names() -> list[str]:
-    """Drafters that ship with pld-lab (plug-ins registered by entry points are not baselines)."""
-    lookup.available()
-    return sorted(n for n, cls in lookup.registry._REGISTRY.items() if cls.__module__.startswith("lookup."))
 
 
 def make_entry(evaluation, kind: str, benchmark: str, limits=None) -> dict:
@@ -68,6 +62,9 @@ def make_entry(evaluation, kind: str, benchmark: str, limits=None) -> dict:
         # what the submission printed: in full (up to 6 kB) when it broke a rule or was refused something
         "log_tail": ev.log_tail[-(6000 if ev.reason or ev.refused else 500):], "time": now(), "git_sha": git_sha(),
         "limits": limits.to_dict() if limits is not None else None,
+        # the code behind a built-in's score: a baseline is scored again when it changes
+        "code": code_key(lookup.create(ev.submission.source["name"], **ev.submission.params))
+        if ev.submission.source["kind"] == "builtin" else None,
     }
     if ev.ok:
         spec, params = ev.submission.name, ev.submission.params
@@ -115,13 +112,13 @@ def ensure_oracle(board: Board, sets, info: dict) -> dict:
 
 def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, names: Sequence[str] | None = None,
                   landlock: bool = True, say=print) -> list[dict]:
-    """Every built-in drafter through the same sandbox, recorded as a baseline (missing ones only,
-    unless ``rerun``)."""
-    have = {e["name"] for e in board.entries(info["hash"]) if e.get("kind") == "baseline"}
+    """Every built-in drafter through the same sandbox, recorded as a baseline: those missing from
+    the board or scored by other code than today's (all of them with ``rerun``)."""
+    have = {e["name"]: e.get("code") for e in board.entries(info["hash"]) if e.get("kind") == "baseline"}
     done = []
     # the board replays traces, which cannot serve drafters that read the target's logits
-    for name in names or [n for n in _builtin_names() if lookup.replayable(n)]:
-        if name in have and not rerun:
+    for name in names or [n for n in lookup.builtin_names() if lookup.replayable(n)]:
+        if not rerun and have.get(name, "") == code_key(lookup.create(name)):
             continue
         entry = run_submission(board, Submission.builtin(name), sets, info, "baseline", limits, landlock)
         say(one_line(entry))

@@ -44,6 +44,7 @@ from experiments.competition import child as child_side
 from experiments.running.replay import DRAFT_BUDGET, replay_case
 from lookup.base import Draft, Drafter
 from lookup.errors import PLDError
+from lookup.files import file_drafter_name
 from lookup.registry import ENTRY_POINT_GROUP, unknown_name
 
 CHILD_SCRIPT = Path(child_side.__file__).resolve()
@@ -94,7 +95,7 @@ class Submission:
             raise PLDError(f"no submission file {path}")
         if path.suffix != ".py":
             raise PLDError(f"{path} is not a Python file (.py)")
-        return cls(name or path.stem.replace("_", "-"), {"kind": "file", "path": str(path.resolve())}, params or {})
+        return cls(name or file_drafter_name(path), {"kind": "file", "path": str(path.resolve())}, params or {})
 
     @classmethod
     def entry_point(cls, name: str, display: str | None = None, params: dict | None = None) -> "Submission":
@@ -380,12 +381,11 @@ def _refresh_kernel_caches() -> None:
     if _caches_fresh:
         return
     _caches_fresh = True
-    for name, cls in list(lookup.registry._REGISTRY.items()):
-        if cls.__module__.startswith("lookup."):
-            try:
-                lookup.create(name).reset([1, 2, 3, 1, 2])
-            except Exception:  # noqa: BLE001 - a built-in that needs parameters warms itself when used
-                pass
+    for name in lookup.builtin_names():
+        try:
+            lookup.create(name).reset([1, 2, 3, 1, 2])
+        except Exception:  # noqa: BLE001 - a built-in that needs parameters warms itself when used
+            pass
 
 
 def _ms(seconds: float) -> str:

@@ -17,7 +17,7 @@ ALL = "(all)"  # the extra group that pools every row: no category can be named 
 
 
 def method_order(rows: Iterable[CaseResult]) -> list[str]:
-    """Methods in order of first appearance: the runner writes the reference first."""
+    """Methods in order of first appearance (a live comparison writes its reference first)."""
     return list(dict.fromkeys(r.method for r in rows))
 
 
@@ -34,11 +34,13 @@ def is_drafter(rows: Sequence[CaseResult]) -> bool:
 
 
 def speedup_of(rows: Sequence[CaseResult]) -> float | None:
-    """Reference time / method time over the same cases: sum(wall_s * speedup) / sum(wall_s).
+    """The rows' speedups pooled by wall time: sum(wall_s * speedup) / sum(wall_s).
 
-    A row's speedup is ref_wall / wall_s, so the reference's time on that case is wall_s * speedup.
-    A ratio of total times, not a mean of ratios: long prompts weigh as much as they cost.
-    None when no row was measured against a reference.
+    A row's speedup is its throughput over the reference's on that case. Under greedy decoding
+    both produce the same tokens, so it is ref_wall / wall_s, wall_s * speedup is the reference's
+    time and the pool is the ratio of total times (not a mean of ratios: long prompts weigh as
+    much as they cost). Under sampling the lengths differ and it is a time-weighted mean of the
+    throughput ratios. None when no row was measured against a reference.
     """
     timed = [r for r in rows if r.speedup is not None and r.wall_s]
     wall = sum(r.wall_s for r in timed)

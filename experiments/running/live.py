@@ -18,10 +18,6 @@ from experiments.running.rows import CaseResult, case_result
 from experiments.running.store import ResultStore, code_key, config_hash, git_sha, reusable, versions
 from lookup.cost import CostProfile
 
-#: bumped when the row type changes, so that rows of an older layout land in another file
-ROW_VERSION = 2
-
-
 class Comparison:
     """Methods x cases, measured back to back per case so that machine noise hits all alike."""
 
@@ -36,12 +32,12 @@ class Comparison:
             "model": target.name, "device": str(target.device), "dtype": str(target.model.dtype),
             "max_new_tokens": max_new_tokens, "temperature": sampling.temperature, "top_k": sampling.top_k,
             "top_p": sampling.top_p, "seed": sampling.seed, "prompts": prompts_digest(self.prompts),
-            "reference": self.methods[0].spec, "rows": ROW_VERSION, "versions": versions(),
+            "reference": self.methods[0].spec, "versions": versions(),
         }
         self.experiment = config_hash(self.config)
         self.store = ResultStore(Path(results_dir) / f"compare-{self.experiment}.jsonl")
         # a reference method has no drafter; its rows depend on the loop and libraries all the same
-        self.codes = {m.spec: code_key(*([m.drafter_class()] if isinstance(m, DrafterMethod) else []),
+        self.codes = {m.spec: code_key(*([m.make(profile)] if isinstance(m, DrafterMethod) else []),
                                        profile=profile) for m in self.methods}
         rows = reusable(self.store, fresh, self.codes)
         # a row's speedup and identity check are against its case's reference row: keep rows only

@@ -57,10 +57,10 @@ class Run:
     has_drafter: bool = False  # our loop with a drafter (transformers' references have none)
 
     @classmethod
-    def of(cls, result: GenerationResult, wall_s: float | None = None) -> "Run":
-        """The run of our loop's ``result`` (``wall_s`` overrides its own clock, e.g. a replay's)."""
+    def of(cls, result: GenerationResult) -> "Run":
+        """The run of our loop's ``result``."""
         s = result.stats
-        return cls(tokens=result.tokens, wall_s=s.wall_s if wall_s is None else wall_s, forwards=s.forwards,
+        return cls(tokens=result.tokens, wall_s=s.wall_s, forwards=s.forwards,
                    drafted=s.drafted, accepted=s.accepted, drafter_s=s.drafter_s, forward_s=s.forward_s,
                    steps=s.steps, top_rows=s.top_rows, has_drafter=True)
 

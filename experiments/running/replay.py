@@ -16,12 +16,14 @@ import decoding
 import lookup
 from decoding.generate import GenerationResult
 from decoding.trace_target import TraceTarget
-from experiments.benchmarks.traces import TraceCase, TraceSet, load_trace_sets
-from experiments.running.methods import DrafterMethod, Run, parse_method
+from experiments.benchmarks.traces import TraceCase, TraceSet, benchmark_hash, load_trace_sets
+from experiments.running.methods import REFERENCES, DrafterMethod, Run, parse_method
 from experiments.running.rows import CaseResult, case_result
 from experiments.running.store import ResultStore, code_key, config_hash, git_sha, reusable
 from lookup.cost import CostProfile
 from lookup.errors import PLDError
+from lookup.registry import unknown_name
+from lookup.specs import parse_list, parse_spec
 
 #: draft nodes a replayed drafter may propose per step
 DRAFT_BUDGET = 32
@@ -40,6 +42,13 @@ def default_specs() -> list[str]:
     return [name for name in lookup.available() if lookup.replayable(name)]
 
 
+def replayable_spec(spec: str) -> bool:
+    """Whether a trace can stand in for the target of method ``spec``: a drafter that does not
+    read the target's logits (transformers' references need the model)."""
+    name, params = parse_spec(spec)
+    return name not in REFERENCES and lookup.replayable(name, **params)
+
+
 def replay_methods(specs: Sequence[str]) -> list[DrafterMethod]:
     """The drafter methods of ``specs``; references and drafters that read logits are refused."""
     methods = [parse_method(s) for s in specs]
@@ -53,8 +62,8 @@ def replay_methods(specs: Sequence[str]) -> list[DrafterMethod]:
     return methods
 
 
-def replay_row(trace_set: TraceSet, case: TraceCase, method: DrafterMethod, profile: CostProfile, *,
-               experiment: str, code: str, config: dict | None = None) -> CaseResult:
+def replay_row(case: TraceCase, method: DrafterMethod, profile: CostProfile, *, experiment: str, code: str,
+               config: dict | None = None) -> CaseResult:
     """One drafter on one trace, as a row priced under ``profile``."""
     out = replay_case(case, method.make(profile), profile)
     return case_result(case.case, case.category, case.turn, len(case.prompt), method.spec, method.params(),
@@ -96,13 +105,16 @@ class ReplayComparison:
         self.methods = replay_methods(specs)
         self.specs = [m.spec for m in self.methods]
         profiles = [self._profile(s) for s in self.sets]
-        self.config = {"replay": True, "traces": [f"{s.path.name}:{len(s.cases)}" for s in self.sets],
+        # the traces' contents, not only their names: re-recorded traces are another benchmark
+        self.config = {"replay": True, "benchmark": benchmark_hash(self.sets),
+                       "traces": [f"{s.path.name}:{len(s.cases)}" for s in self.sets],
                        "profile": profiles[0].model if profiles else None}
         self.experiment = config_hash(self.config)
-        self.codes = {m.spec: code_key(m.drafter_class(), profile=profiles[0] if profiles else None)
-                      for m in self.methods}
+        self.codes = {m.spec: code_key(m.make(profiles[0] if profiles else None),
+                                       profile=profiles[0] if profiles else None) for m in self.methods}
         self.store = ResultStore(Path(results_dir) / f"replay-{self.experiment}.jsonl") if results_dir else None
         self.rows: dict[tuple[str, str], CaseResult] = reusable(self.store, fresh, self.codes) if self.store else {}
+        self.reused = len(self.rows)
         self.seconds = 0.0
 
     def _profile(self, trace_set: TraceSet) -> CostProfile:
@@ -110,18 +122,20 @@ class ReplayComparison:
 
     @classmethod
     def from_args(cls, args, method_specs: Sequence[str]) -> "ReplayComparison":
+        if args.prompts < 1:
+            raise PLDError(f"--prompts must be >= 1, got {args.prompts}")
         sets = load_trace_sets(args.traces)
         if args.tasks:
-            wanted = {t.strip() for t in args.tasks.split(",")}
-            sets = [s for s in sets if s.task in wanted]
-            if not sets:
-                raise PLDError(f"no traces for tasks {sorted(wanted)}")
+            have = [s.task for s in sets]
+            for task in parse_list(args.tasks):
+                if task not in have:
+                    raise PLDError(f"{unknown_name('task', task, have)} (in the traces)")
+            sets = [s for s in sets if s.task in parse_list(args.tasks)]
         if not args.full:  # the quick subset: the first --prompts cases of each task (turns kept together)
             for s in sets:
                 keep = list(dict.fromkeys(c.case.split("#")[0] for c in s.cases))[: args.prompts]
                 s.cases = [c for c in s.cases if c.case.split("#")[0] in keep]
-        specs = [m for m in method_specs if not m.startswith("hf-")]  # references need the model
-        return cls(sets, specs, args.results, fresh=args.fresh)
+        return cls(sets, method_specs, args.results, fresh=args.fresh)
 
     def run(self, progress: bool = True) -> None:
         t0 = time.perf_counter()
@@ -131,7 +145,7 @@ class ReplayComparison:
                 for method in self.methods:
                     for case in trace_set.cases:
                         if (case.case, method.spec) not in self.rows:
-                            row = replay_row(trace_set, case, method, self._profile(trace_set),
+                            row = replay_row(case, method, self._profile(trace_set),
                                              experiment=self.experiment, code=self.codes[method.spec],
                                              config=self.config)
                             self.rows[(case.case, method.spec)] = row
@@ -152,4 +166,5 @@ class ReplayComparison:
 
     def footer(self) -> str:
         tokens = sum(r.new_tokens for r in self.rows.values())
-        return f"{len(self.rows)} replays, {tokens:,} tokens in {self.seconds:.1f} s"
+        reused = f" ({self.reused} reused from the results)" if self.reused else ""
+        return f"{len(self.rows)} replays{reused}, {tokens:,} tokens in {self.seconds:.1f} s"

@@ -1,6 +1,6 @@
 """The one result row: a method on one case, as live runs, replays and the board write and read it.
 
-    row = case_result(case, method, params, run, profile=profile, reference=ref_row, ...)
+    row = case_result(case_id, category, turn, prompt_tokens, method, params, run, profile=profile, ...)
     store.append(row)                       # JSON, one line per row
     row = CaseResult.from_json(line_dict)   # a missing or unknown field raises PLDError
 

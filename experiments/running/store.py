@@ -13,18 +13,22 @@ import json
 import os
 import subprocess
 import sys
+import time
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterator
 
 from experiments.running.rows import CaseResult
+from lookup.base import Drafter
 from lookup.cost import CostProfile
+from lookup.errors import PLDError
 
 PACKAGES = ("torch", "transformers", "numpy", "numba", "pld-lab")
 ROOT = Path(__file__).resolve().parents[2]
-#: the packages whose source decides what a row holds: the drafters and the loop that runs them
-CODE_PACKAGES = ("lookup", "decoding")
+#: the code whose source decides what a row holds: the drafters, the loop that runs them, and
+#: the code that runs methods and builds rows from their runs
+CODE_PACKAGES = ("lookup", "decoding", "experiments/running")
 
 
 @lru_cache(maxsize=1)
@@ -66,23 +70,42 @@ def _package_digest(package: str) -> str:
     return h.hexdigest()
 
 
+def _classes(obj: object) -> list[type]:
+    """The classes behind ``obj``: a class itself, or a drafter's class and those of the drafters it
+    wraps (``adaptive``'s base, say), found in its attributes."""
+    if isinstance(obj, type):
+        return [obj]
+    out = [type(obj)]
+    if isinstance(obj, Drafter):
+        for value in vars(obj).values():
+            if isinstance(value, Drafter):
+                out += _classes(value)
+    return out
+
+
+def _source(cls: type) -> Path | None:
+    try:
+        name = inspect.getsourcefile(cls)
+    except TypeError:  # a built-in
+        return None
+    return Path(name).resolve() if name else None
+
+
 def code_key(*objects: object, profile: CostProfile | None = None) -> str:
-    """A hash of the code and data a row depends on: our drafters and loop (``lookup``, ``decoding``),
-    the source files of ``objects`` (a plug-in drafter's class, say), the library versions and the
-    cost profile. Any change to them changes the key, so rows made before the change are not reused.
+    """A hash of the code and data a row depends on: ``CODE_PACKAGES``, the source files of
+    ``objects`` (classes, or drafters: theirs and those of the drafters they wrap) outside those
+    packages (a plug-in, a drafter file), the library versions and the cost profile. Any change to
+    them changes the key, so rows made before the change are not reused.
     """
     h = hashlib.sha256()
     for package in CODE_PACKAGES:
         h.update(_package_digest(package).encode())
-    for obj in objects:
-        try:
-            source = inspect.getsourcefile(obj)
-        except TypeError:  # a built-in
-            source = None
+    sources = {_source(cls) for obj in objects for cls in _classes(obj)} - {None}
+    for source in sorted(sources):
         # hashed unless it is part of the packages above (a plug-in, even one installed in the
         # checkout's own venv, is hashed by its own file)
-        if source and not any(Path(source).resolve().is_relative_to(ROOT / p) for p in CODE_PACKAGES):
-            h.update(Path(source).read_bytes())
+        if not any(source.is_relative_to(ROOT / p) for p in CODE_PACKAGES):
+            h.update(source.read_bytes())
     h.update(json.dumps(versions(), sort_keys=True).encode())
     h.update(f"python {sys.version_info[:2]}".encode())
     if profile is not None:
@@ -96,9 +119,9 @@ class ResultStore:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
 
-    def rows(self) -> Iterator[CaseResult]:
-        """Every complete row. A line cut short by a crash (no closing newline, not JSON) is
-        skipped; a whole line that is not a row of this version raises ``PLDError``."""
+    def rows(self, strict: bool = True) -> Iterator[CaseResult]:
+        """Every row. A line that is not JSON (one cut short by a crash) is skipped; a JSON line
+        that is not a row of this version raises ``PLDError`` (``strict``) or is skipped."""
         if not self.path.exists():
             return
         with self.path.open() as f:
@@ -109,7 +132,11 @@ class ResultStore:
                     data = json.loads(line)
                 except json.JSONDecodeError:  # a line cut by a crash: skip it, keep the rest
                     continue
-                yield CaseResult.from_json(data, where=f"{self.path}:{lineno}")
+                try:
+                    yield CaseResult.from_json(data, where=f"{self.path}:{lineno}")
+                except PLDError:
+                    if strict:
+                        raise
 
     def append(self, row: CaseResult) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -127,14 +154,17 @@ class ResultStore:
             f.seek(-1, os.SEEK_END)
             return f.read(1) == b"\n"
 
-    def extend(self, rows: Iterable[CaseResult]) -> None:
-        for row in rows:
-            self.append(row)
-
 
 def reusable(store: ResultStore, fresh: bool, codes: dict[str, str]) -> dict[tuple[str, str], CaseResult]:
     """{(case, method): row} of the rows in ``store`` that a rerun may keep: those whose method is
-    in ``codes`` and whose code key is the method's current one (none when ``fresh``)."""
+    in ``codes`` and whose code key is the method's current one. Rows of another version of the
+    row type are stale by definition and skipped. With ``fresh`` none is kept, and the file is
+    moved aside (``<name>.<time>.jsonl``, nothing is deleted) so the new run starts a file of its own."""
     if fresh:
+        if store.path.exists():
+            stamp, n = time.strftime("%Y%m%d-%H%M%S"), 0
+            while (aside := store.path.with_suffix(f".{stamp}{f'-{n}' if n else ''}.jsonl")).exists():
+                n += 1
+            store.path.rename(aside)
         return {}
-    return {(r.case, r.method): r for r in store.rows() if codes.get(r.method) == r.code}
+    return {(r.case, r.method): r for r in store.rows(strict=False) if codes.get(r.method) == r.code}

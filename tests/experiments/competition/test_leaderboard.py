@@ -329,3 +329,15 @@ def test_show_needs_no_traces_the_board_file_is_enough(tmp_path, monkeypatch, ca
     assert "new-one" in out and "old-one" not in out  # the newest benchmark's board
     assert cli.main(["show", "--board", str(board.folder), "--benchmark", "aaaa"]) == 0
     assert "old-one" in capsys.readouterr().out
+
+
+def test_a_baseline_is_scored_again_only_when_its_code_changed(tmp_path, sets, monkeypatch):
+    board = Board(tmp_path)
+    info = benchmark_info(sets, "toy")
+    first = lb.run_baselines(board, sets, info, QUICK, names=["none"], say=lambda *_: None)
+    assert [e["name"] for e in first] == ["none"] and first[0]["code"]
+    assert lb.run_baselines(board, sets, info, QUICK, names=["none"], say=lambda *_: None) == []
+    monkeypatch.setattr(lb, "code_key", lambda *a, **k: "edited")
+    again = lb.run_baselines(board, sets, info, QUICK, names=["none"], say=lambda *_: None)
+    assert [e["code"] for e in again] == ["edited"]
+    assert [e["name"] for e in board.entries(info["hash"])] == ["none"]  # replaced, not added

@@ -139,3 +139,37 @@ def test_a_replay_rerun_appends_nothing_and_a_code_change_replays_again(tmp_path
     monkeypatch.setattr(replay, "code_key", lambda *a, **k: "changed")
     again, lines = run(["none"])
     assert len(lines) == 12 and all(r.code == "changed" for r in again.rows.values())
+
+
+def test_other_traces_under_the_same_names_are_not_served_from_the_results(tmp_path):
+    from experiments.benchmarks.traces import load_trace_sets, trace_file
+    from experiments.running.replay import ReplayComparison
+
+    prompt = [1, 2, 3, 1, 2, 3, 1, 2]
+    for folder, output in (("a", [3, 1, 2, 3, 1, 2]), ("b", [9, 8, 7, 6, 5, 4])):
+        append_case(trace_file(tmp_path / folder, "t", 8),
+                    TraceCase("t/0", "t", 1, prompt, output, [0.01] * 6, "toy", 16, [0], 8))
+    taus = []
+    for folder in ("a", "b"):
+        comparison = ReplayComparison(load_trace_sets(tmp_path / folder), ["suffix-automaton"], tmp_path / "results")
+        comparison.run(progress=False)
+        taus.append(comparison.rows[("t/0", "suffix-automaton")].tau)
+    assert taus[0] > 1.5 and taus[1] == 1.0
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(prompts=-1), "--prompts must be >= 1"),
+    (dict(tasks="t,typo"), "unknown task 'typo'"),
+])
+def test_bad_replay_options_are_one_line(tmp_path, change, match):
+    import argparse
+
+    from experiments.benchmarks.traces import trace_file
+    from experiments.running.replay import ReplayComparison
+
+    append_case(trace_file(tmp_path, "t", 8), TraceCase("t/0", "t", 1, [1, 2], [3], [0.01], "toy", 16, [0], 8))
+    args = argparse.Namespace(traces=tmp_path, tasks=None, full=False, prompts=1, results=None, fresh=False)
+    for key, value in change.items():
+        setattr(args, key, value)
+    with pytest.raises(PLDError, match=match):
+        ReplayComparison.from_args(args, ["none"])

@@ -33,7 +33,8 @@ def test_append_then_read_back(tmp_path):
     assert list(store.rows()) == []  # no file yet: no rows, no error
     rows = three_rows()
     store.append(rows[0])
-    store.extend(rows[1:])
+    for row in rows[1:]:
+        store.append(row)
     assert list(store.rows()) == rows
     lines = store.path.read_bytes().split(b"\n")
     assert len(lines) == 4 and lines[-1] == b""  # one line per row, each ended
@@ -44,7 +45,7 @@ def test_append_then_read_back(tmp_path):
 def test_any_rows_round_trip(rows):
     with tempfile.TemporaryDirectory() as tmp:
         store = ResultStore(Path(tmp) / "r.jsonl")
-        store.extend(rows)
+        append_all(store, rows)
         assert list(store.rows()) == rows
 
 
@@ -101,10 +102,15 @@ def test_a_json_line_that_is_not_a_row_raises(tmp_path, line, field):
         list(ResultStore(path).rows())
 
 
+def append_all(store: ResultStore, rows) -> None:
+    for row in rows:
+        store.append(row)
+
+
 # -- reusable -------------------------------------------------------------------------------------
 def test_reusable_keeps_rows_whose_code_is_current(tmp_path):
     store = ResultStore(tmp_path / "r.jsonl")
-    store.extend([
+    append_all(store, [
         case_row(case="c/0", method="unfold", code="k-unfold"),
         case_row(case="c/1", method="unfold", code="k-old"),  # made before unfold's code changed
         case_row(case="c/0", method="voting", code="k-voting"),
@@ -117,21 +123,32 @@ def test_reusable_keeps_rows_whose_code_is_current(tmp_path):
     assert set(everything) == {("c/0", "unfold"), ("c/0", "voting"), ("c/0", "gone")}
 
 
-def test_reusable_fresh_keeps_nothing_and_reads_nothing(tmp_path):
+def test_reusable_fresh_keeps_nothing_and_moves_the_old_file_aside(tmp_path):
     store = ResultStore(tmp_path / "r.jsonl")
     store.append(case_row(method="unfold", code="k"))
+    before = store.path.read_bytes()
     assert reusable(store, True, {"unfold": "k"}) == {}
-    # --fresh is what the "another version" error tells the user to do: it must not read that row
+    assert not store.path.exists()  # the new run starts a file of its own ...
+    [aside] = tmp_path.glob("r.*.jsonl")
+    assert aside.read_bytes() == before  # ... and nothing is lost
+    store.append(case_row(method="unfold", code="k"))
+    assert reusable(store, True, {"unfold": "k"}) == {}
+    assert len(list(tmp_path.glob("r.*.jsonl"))) == 2  # a second --fresh in the same second: no clash
+
+
+def test_reusable_skips_rows_of_another_version_that_readers_refuse(tmp_path):
+    store = ResultStore(tmp_path / "r.jsonl")
+    store.append(case_row(case="c/0", method="unfold", code="k"))
     with store.path.open("a") as f:
-        f.write('{"tau": 1.0}\n')
-    with pytest.raises(PLDError):
-        reusable(store, False, {"unfold": "k"})
-    assert reusable(store, True, {"unfold": "k"}) == {}
+        f.write('{"tau": 1.0}\n')  # a row of an older layout: stale whatever its code
+    assert list(reusable(store, False, {"unfold": "k"})) == [("c/0", "unfold")]
+    with pytest.raises(PLDError):  # a reader that shows rows still fails loudly
+        list(store.rows())
 
 
 def test_reusable_keeps_the_latest_row_of_a_case(tmp_path):
     store = ResultStore(tmp_path / "r.jsonl")
-    store.extend([case_row(case="c/0", method="unfold", code="k", new_tokens=n) for n in (1, 2)])
+    append_all(store, [case_row(case="c/0", method="unfold", code="k", new_tokens=n) for n in (1, 2)])
     assert reusable(store, False, {"unfold": "k"})[("c/0", "unfold")].new_tokens == 2
 
 
@@ -199,3 +216,16 @@ def test_code_key_follows_a_plugin_installed_in_the_checkouts_venv(checkout_with
     key_before = code_key(import_file("pld_venv_plugin_v1", path, monkeypatch).Plugin)
     path.write_text(textwrap.dedent(PLUGIN.format(n=1)) + "\n# edited\n")
     assert code_key(import_file("pld_venv_plugin_v2", path, monkeypatch).Plugin) != key_before
+
+
+def test_code_key_follows_the_file_of_a_wrapped_drafter(tmp_path):
+    import lookup
+
+    path = tmp_path / "inner_drafter.py"
+    source = ("from lookup import Draft, Drafter\n\n\nclass Inner(Drafter):\n"
+              "    def propose(self, budget):\n        return Draft(self.context[-1:][:budget])\n")
+    path.write_text(source)
+    before = code_key(lookup.create("adaptive", base=str(path)))
+    assert code_key(lookup.create("adaptive", base=str(path))) == before
+    path.write_text(source + "\n# edited\n")
+    assert code_key(lookup.create("adaptive", base=str(path))) != before
