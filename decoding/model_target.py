@@ -7,6 +7,15 @@ through untouched) and position ids by depth. After the walk, :meth:`ModelTarget
 gathers the accepted inputs' keys and values into place (``index_select`` on the sequence
 dimension of every layer) and crops the rest. Whether a model honours all that is checked once
 per target with a tiny tree against the chain path (:meth:`ModelTarget.tree_support`).
+
+Sliding-window models (Mistral, Gemma 2/3, ...) get transformers' rolling cache layers
+(``DynamicSlidingWindowLayer``: only the last ``window - 1`` keys and values), which cannot be
+cropped once the window is full unless they record the past. So after the prefill the cache is
+told to record it (``activate_past_recording``, what transformers' own assisted generation does):
+a forward then keeps all its new entries until :meth:`ModelTarget.keep` crops the rejected ones,
+and that crop (``crop(0)`` when all were accepted) rolls every sliding layer back to its window.
+The model still builds its own sliding-window mask from the cache, exactly as in ``generate``.
+Token trees stay refused there: a rolling layer holds no absolute positions to gather a path in.
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ class ModelTarget(Target):
         self.eos_token_ids = frozenset(_eos_ids(model, tokenizer))
         self.max_length = getattr(model.config, "max_position_embeddings", None)
         self._cache: DynamicCache | None = None
+        self._rolling = False  # the cache has layers that must be cropped (rolled back) after every forward
         self._cached = 0  # tokens in the cache
         self._pending = 0  # tokens appended by the last score(), not yet kept or dropped
         # transformers 5.x renamed `past_key_values` to `cache`; use whichever this model takes
@@ -61,10 +71,12 @@ class ModelTarget(Target):
         self._cached = self._pending = 0
         head = list(prompt_ids)[:-1]
         if not head:  # a one-token prompt has nothing to prefill
+            self._record_past()
             return np.zeros((0, top_k), dtype=np.int64) if top_k else None
         # the prefill's logits are thrown away unless asked for: skip the LM head for all but one row
         logits = self._forward(np.asarray(head, dtype=np.int64), all_logits=top_k > 0)
         self._cached, self._pending = len(head), 0
+        self._record_past()
         return top_ids(logits, top_k) if top_k else None
 
     @torch.inference_mode()
@@ -87,7 +99,10 @@ class ModelTarget(Target):
         self._cached += n
         self._pending = 0
         dropped = self._cache.get_seq_length() - self._cached
-        if dropped:  # a negative crop removes tokens, in every transformers version we support
+        # a negative crop removes tokens, in every transformers version we support; crop(0) rolls
+        # sliding-window layers back to their window (only asked where such layers record the past:
+        # in old versions crop(0) would empty the cache)
+        if dropped or self._rolling:
             self._cache.crop(-dropped)
 
     @torch.inference_mode()
@@ -140,6 +155,15 @@ class ModelTarget(Target):
         return self.tokenizer.decode(list(ids), skip_special_tokens=False)
 
     # -- helpers ---------------------------------------------------------------------------
+    def _record_past(self) -> None:
+        """After the prefill: make sliding-window (rolling) cache layers keep a forward's new
+        entries until :meth:`keep` crops them, so a rejected draft can be rolled back. Not before
+        the prefill: a rolling layer would then hold the whole prompt (transformers' note on it)."""
+        rolling = [layer for layer in self._cache.layers if hasattr(layer, "record_past")]
+        self._rolling = bool(rolling) and hasattr(self._cache, "activate_past_recording")
+        if self._rolling:
+            self._cache.activate_past_recording()
+
     def _forward(self, tokens: np.ndarray, tree: TreeLayout | None = None, all_logits: bool = True) -> torch.Tensor:
         """Run the model over ``tokens`` ([n]) appended to the cache; returns logits [n, V]
         (``all_logits=False``: [1, V], the last row only, where the model supports it).
@@ -205,7 +229,10 @@ def _probe_trees(target: ModelTarget) -> str:
     cache = DynamicCache(config=target.model.config)
     odd = [type(layer).__name__ for layer in cache.layers if type(layer) is not DynamicLayer]
     if odd:
-        return f"{who} cannot verify token trees: its cache has {odd[0]} layers (only plain DynamicCache layers can keep a tree path)"
+        window = getattr(target.model.config.get_text_config(decoder=True), "sliding_window", None)
+        why = f" (sliding-window attention, window {window})" if "Sliding" in odd[0] and window else ""
+        return (f"{who} cannot verify token trees: its cache has {odd[0]} layers{why}, and only plain "
+                f"DynamicCache layers can keep a tree path; use a drafter that proposes chains")
     V = target.vocab_size
     a, b, x, y, z, w = (int(t) % V for t in (11, 12, 13, 14, 15, 16))
     scratch = ModelTarget(target.model, target.tokenizer, target.name)  # same model, its own cache

@@ -1,0 +1,102 @@
+"""Every main Hugging Face decoder family, as a tiny random-weight model built from its config
+(tests/toys.py::tiny_family, no download), through our verifier: chains (suffix-automaton, unfold,
+random tokens) and trees (voting:tree=True, random branchy trees) are token-identical to the
+model's own ``model.generate(do_sample=False)``, on prompts longer than the sliding windows.
+
+Sliding-window families (Mistral, Gemma 2, Gemma 3) run chains through rolling cache layers that
+record the past until the rejected tail is cropped; they refuse trees with one clear PLDError.
+docs/families.md is the table of what each family supports.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sampling_toys import RandomTreeDrafter
+from toys import FAMILIES, RandomDrafter, tiny_family
+
+import decoding
+import lookup
+from decoding.reference import hf_generate
+from lookup.errors import PLDError
+
+SLIDING = {"mistral", "gemma2", "gemma3"}  # window 8 in tests/toys.py::FAMILIES
+TREES = sorted(set(FAMILIES) - SLIDING)
+MAX_NEW = 40
+#: repetitive prompts: drafts get accepted and rejected. The first two are longer than the
+#: window (8); the third is shorter and the output crosses it; the last is a single token.
+PROMPTS = [
+    [3, 17, 5, 3, 17, 5, 9, 3, 17, 5, 3, 17, 8, 3, 17, 22, 41, 3, 17, 5, 9, 3, 17],
+    [7, 1, 2, 7, 1, 2, 30, 31, 7, 1, 2, 30, 31, 7, 1, 50, 7, 1, 2, 30, 31, 32, 7, 1, 2, 30, 31, 7, 1, 2, 30],
+    [11, 12, 11, 12, 11],
+    [4],
+]
+CHAINS = {
+    "suffix-automaton": lambda target, truth: lookup.create("suffix-automaton"),
+    "unfold": lambda target, truth: lookup.create("unfold"),
+    "random": lambda target, truth: RandomDrafter(target.vocab_size, length=4, seed=1),
+}
+TREE_DRAFTERS = {
+    "voting-tree": lambda target, truth: lookup.create("voting", tree=True, min_votes=1, min_match=1),
+    "random-tree": lambda target, truth: RandomTreeDrafter(target.vocab_size, nodes=8, seed=0, truth=truth, hit=0.5),
+}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread(one_thread):
+    """Every test here runs on one torch thread (see tests/conftest.py)."""
+
+
+_built: dict[str, tuple] = {}
+
+
+def family(name: str):
+    """(target, [greedy reference per prompt]), built once per family."""
+    if name not in _built:
+        target = tiny_family(name)
+        _built[name] = target, [hf_generate(target, p, MAX_NEW).tokens for p in PROMPTS]
+    return _built[name]
+
+
+def run_all(name: str, drafters: dict) -> tuple[int, int]:
+    """Generate every prompt with every drafter; assert each output is greedy's. Returns (drafted, accepted)."""
+    target, references = family(name)
+    drafted = accepted = 0
+    for make in drafters.values():
+        for prompt, reference in zip(PROMPTS, references):
+            out = decoding.generate(target, prompt, make(target, prompt + reference), MAX_NEW)
+            assert out.tokens == reference, f"{name} with {make(target, []).name!r} on {prompt[:6]}...: differs from greedy"
+            drafted += out.stats.drafted
+            accepted += out.stats.accepted
+    return drafted, accepted
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_chains_are_identical_to_greedy_generate(name):
+    drafted, accepted = run_all(name, CHAINS)
+    assert 0 < accepted < drafted, f"{name}: drafts should be both accepted and rejected ({accepted}/{drafted})"
+
+
+@pytest.mark.parametrize("name", TREES)
+def test_trees_are_identical_to_greedy_generate(name):
+    assert family(name)[0].tree_support()
+    drafted, accepted = run_all(name, TREE_DRAFTERS)
+    assert 0 < accepted < drafted, f"{name}: tree nodes should be both accepted and rejected ({accepted}/{drafted})"
+
+
+@pytest.mark.parametrize("name", sorted(SLIDING))
+def test_sliding_window_families_refuse_trees_in_one_clear_line(name):
+    target, references = family(name)
+    assert not target.tree_support()
+    with pytest.raises(PLDError, match=rf"tiny-{name} .*cannot verify token trees.*sliding-window attention, window 8"):
+        decoding.generate(target, PROMPTS[0], TREE_DRAFTERS["random-tree"](target, PROMPTS[0] + references[0]), MAX_NEW)
+    # the refusal leaves the target usable for chains
+    assert decoding.generate(target, PROMPTS[0], CHAINS["unfold"](target, []), MAX_NEW).tokens == references[0]
+
+
+@pytest.mark.parametrize("name", sorted(SLIDING))
+def test_the_sliding_window_matters_in_these_tests(name):
+    """Same weights, window wider than everything: another greedy output. So the equality above
+    proves the verifier honours the window (a full-attention bug would not pass unnoticed)."""
+    wide = tiny_family(name, sliding_window=1024)
+    target, references = family(name)
+    assert any(hf_generate(wide, p, MAX_NEW).tokens != ref for p, ref in zip(PROMPTS[:2], references[:2]))
