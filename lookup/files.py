@@ -33,7 +33,7 @@ def file_drafter_name(path: str | Path) -> str:
     return Path(path).stem.replace("_", "-")
 
 
-def drafter_leaves(module: types.ModuleType) -> list[type[Drafter]]:
+def _leaves(module: types.ModuleType) -> list[type[Drafter]]:
     """The concrete Drafter subclasses ``module`` defines that no other of them extends."""
     found = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Drafter)
              and c.__module__ == module.__name__ and not inspect.isabstract(c)]
@@ -42,7 +42,7 @@ def drafter_leaves(module: types.ModuleType) -> list[type[Drafter]]:
 
 def the_drafter(module: types.ModuleType, where: str) -> type[Drafter]:
     """The one drafter ``module`` defines; none or several raise PLDError naming ``where``."""
-    leaves = drafter_leaves(module)
+    leaves = _leaves(module)
     if not leaves:
         raise PLDError(f"{where} defines no Drafter subclass (class X(lookup.Drafter) with a propose method)")
     if len(leaves) > 1:

@@ -307,7 +307,8 @@ class LoadError(Exception):
 def _load_file(source: dict):
     import types
 
-    from lookup.files import drafter_leaves
+    from lookup.errors import PLDError
+    from lookup.files import the_drafter
 
     path = source["path"]
     # compiled from the source, never from a cached .pyc beside it
@@ -317,13 +318,10 @@ def _load_file(source: dict):
     module.__file__ = path
     sys.modules["pld_submission"] = module
     exec(code, module.__dict__)
-    leaves = drafter_leaves(module)  # the rule every drafter file follows (lookup.files)
-    if not leaves:
-        raise LoadError(f"{os.path.basename(path)} defines no Drafter subclass (class X(lookup.Drafter) with a propose method)")
-    if len(leaves) > 1:
-        names = ", ".join(sorted(c.__name__ for c in leaves))
-        raise LoadError(f"{os.path.basename(path)} defines {len(leaves)} Drafter subclasses ({names}); a submission defines exactly one")
-    return leaves[0]
+    try:  # the rule every drafter file follows (lookup.files)
+        return the_drafter(module, os.path.basename(path))
+    except PLDError as exc:
+        raise LoadError(str(exc)) from None
 
 
 def _load_entry_point(source: dict):
