@@ -28,12 +28,11 @@ from typing import Any
 
 import torch
 
-import lookup
 from decoding.generate import generate as speculative_generate
+from decoding.integrations.drafters import make_drafter
 from decoding.model_target import ModelTarget
 from lookup.base import Drafter
 from lookup.errors import PLDError
-from lookup.specs import parse_spec
 
 #: what drafts when the caller names no drafter
 DEFAULT_DRAFTER = "adaptive"
@@ -41,21 +40,6 @@ DEFAULT_DRAFTER = "adaptive"
 _SAMPLING_WARPERS = ("TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper")
 #: outputs of transformers' generate that this loop does not compute
 _UNSUPPORTED_OUTPUTS = ("output_scores", "output_logits", "output_attentions", "output_hidden_states")
-
-
-def make_drafter(drafter: str | Drafter | None) -> Drafter:
-    """A drafter from a name, a ``name:key=value`` spec, a ``.py`` file or an instance."""
-    if isinstance(drafter, Drafter):
-        return drafter
-    if drafter is None:
-        drafter = DEFAULT_DRAFTER
-    if not isinstance(drafter, str):
-        raise PLDError(f"drafter must be a name, a 'name:key=value' spec or a lookup.Drafter, got {drafter!r}")
-    name, params = parse_spec(drafter)
-    try:
-        return lookup.create(name, **params)
-    except (TypeError, ValueError) as exc:
-        raise PLDError(f"{drafter}: {exc}") from None
 
 
 def generate(model, input_ids: torch.Tensor, logits_processor=None, stopping_criteria=None, generation_config=None,
@@ -82,7 +66,8 @@ def generate(model, input_ids: torch.Tensor, logits_processor=None, stopping_cri
     rows = []
     for b in range(input_ids.shape[0]):
         prompt = _unpadded(input_ids[b], None if mask is None else mask[b])
-        out = speculative_generate(target, prompt, make_drafter(drafter), max_new, draft_budget=draft_budget,
+        chosen = make_drafter(DEFAULT_DRAFTER if drafter is None else drafter)
+        out = speculative_generate(target, prompt, chosen, max_new, draft_budget=draft_budget,
                                    seed=seed, eos_token_ids=eos, **sampling)
         tokens = _stopped(input_ids[b], out.tokens, stopping_criteria)
         rows.append(torch.tensor(tokens, dtype=input_ids.dtype, device=input_ids.device))

@@ -1,0 +1,22 @@
+"""A drafter from what a user of an engine writes: a name, a ``name:key=value`` spec, a ``.py``
+file or an instance (``docs/integrations.md``)."""
+
+from __future__ import annotations
+
+import lookup
+from lookup.base import Drafter
+from lookup.errors import PLDError
+from lookup.specs import parse_spec
+
+
+def make_drafter(drafter: str | Drafter) -> Drafter:
+    """A new drafter for ``drafter`` (an instance is returned as it is)."""
+    if isinstance(drafter, Drafter):
+        return drafter
+    if not isinstance(drafter, str):
+        raise PLDError(f"drafter must be a name, a 'name:key=value' spec or a lookup.Drafter, got {drafter!r}")
+    name, params = parse_spec(drafter)
+    try:
+        return lookup.create(name, **params)
+    except (TypeError, ValueError) as exc:
+        raise PLDError(f"{drafter}: {exc}") from None
