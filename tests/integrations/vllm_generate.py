@@ -1,0 +1,50 @@
+"""Run vLLM on the embedded model, with or without our proposer, and print what it generated as JSON.
+
+    python tests/integrations/vllm_generate.py MODEL_DIR [DRAFTER_SPEC]
+
+A script of its own (not a test module): vLLM spawns its engine process, which must be started
+under ``if __name__ == "__main__"``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0-1")  # vLLM binds one thread by default on 2 cores
+
+TEXTS = [
+    "Repeat exactly: the quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog.",
+    "Summarize: Lists are mutable sequences, typically used to store collections of homogeneous items. " * 3,
+    "Write a Python function that returns the sum of a list of numbers.",
+    "Copy this code:\ndef add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n",
+]
+MAX_TOKENS = [96, 64, 80, 48]  # requests of different lengths, finishing at different times
+
+
+def main(model: str, drafter: str | None) -> dict:
+    from transformers import AutoTokenizer
+    from vllm import LLM, SamplingParams
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    prompts = [{"prompt_token_ids": tokenizer.apply_chat_template([{"role": "user", "content": t}],
+                                                                  add_generation_prompt=True,
+                                                                  return_dict=True)["input_ids"]} for t in TEXTS]
+    settings = dict(model=model, dtype="float32", enforce_eager=True, max_model_len=2048, seed=0,
+                    disable_log_stats=False)
+    if drafter:
+        settings["speculative_config"] = {"method": "custom_class", "num_speculative_tokens": 5,
+                                          "model": "decoding.integrations.vllm.DrafterProposer"}
+        settings["additional_config"] = {"pld_lab": {"drafter": drafter}}
+    llm = LLM(**settings)
+    outputs = llm.generate(prompts, [SamplingParams(temperature=0, max_tokens=n) for n in MAX_TOKENS])
+    metrics = {m.name: getattr(m, "value", getattr(m, "values", None)) for m in llm.get_metrics()
+               if m.name.startswith("vllm:spec_decode")}
+    return {"tokens": [list(o.outputs[0].token_ids) for o in outputs], "metrics": metrics}
+
+
+if __name__ == "__main__":
+    result = main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
+    print("RESULT " + json.dumps(result, default=list))
