@@ -37,11 +37,16 @@ def conversation_cases(target, prompt: Prompt, answer: Callable[[Case], list[int
         history.append({"role": "assistant", "content": text})
 
 
+def check_prompts(prompts: int) -> None:
+    """``--prompts``: how many prompts of each task (live) or traces of each task (replay) to run."""
+    if prompts < 1:
+        raise PLDError(f"--prompts must be >= 1, got {prompts}")
+
+
 def check_settings(max_new_tokens: int, prompts: int, sampling: Sampling) -> None:
     if max_new_tokens < 1:
         raise PLDError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
-    if prompts < 1:
-        raise PLDError(f"--prompts must be >= 1, got {prompts}")
+    check_prompts(prompts)
     if sampling.temperature < 0:
         raise PLDError(f"--temperature must be >= 0, got {sampling.temperature}")
     if not 0 < sampling.top_p <= 1:

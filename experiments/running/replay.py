@@ -17,6 +17,7 @@ import lookup
 from decoding.generate import GenerationResult
 from decoding.trace_target import TraceTarget
 from experiments.benchmarks.traces import TraceCase, TraceSet, benchmark_hash, load_trace_sets
+from experiments.running.cases import check_prompts
 from experiments.running.methods import REFERENCES, DrafterMethod, Run, parse_method
 from experiments.running.rows import CaseResult, case_result
 from experiments.running.store import ResultStore, code_key, config_hash, git_sha, reusable
@@ -122,8 +123,7 @@ class ReplayComparison:
 
     @classmethod
     def from_args(cls, args, method_specs: Sequence[str]) -> "ReplayComparison":
-        if args.prompts < 1:
-            raise PLDError(f"--prompts must be >= 1, got {args.prompts}")
+        check_prompts(args.prompts)
         sets = load_trace_sets(args.traces)
         if args.tasks:
             have = [s.task for s in sets]
