@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from decoding.devices import synchronize
-from decoding.loading import cache_dir
-from lookup.cost import CostProfile
+from decoding.devices import describe_machine, load_per_core, synchronize
+from decoding.loading import EMBEDDED_NAME, cache_dir
+from lookup.cost import CPU_SMOLLM2, CostProfile
 
 if TYPE_CHECKING:  # measuring needs a model; estimating from a profile does not, nor transformers
     from decoding.model_target import ModelTarget
@@ -22,6 +24,13 @@ DEFAULT_CONTEXTS = (128, 512, 1024, 2048)
 REFERENCE_CONTEXT = 512
 #: top ids per row when timing a prefill for drafters that read rows (the recycling default)
 ROWS_TOP_K = 8
+#: a profile whose repeats spread wider than this (median over min, minus 1, the median over
+#: points) was measured on a busy machine: it is used for nothing and never cached
+NOISY_SPREAD = 0.10
+
+
+class NoisyProfileWarning(UserWarning):
+    """A measured cost profile was too noisy to keep; the reference profile stands in."""
 
 
 def profile_path(target: ModelTarget):
@@ -42,6 +51,7 @@ def measure_cost_profile(
     otherwise is smoothed away.
     """
     rng = np.random.default_rng(0)
+    load = load_per_core()
     contexts = tuple(sorted(set(contexts)))
     steps = [(c, r) for c in contexts for r in range(repeats + 1)]
     if progress:
@@ -70,6 +80,7 @@ def measure_cost_profile(
             if r:  # round 0 warms up
                 times[c, n].append(scores.seconds)
     grid = np.array([[min(times[c, n]) for n in sizes] for c in contexts])  # [c, m]
+    spread = float(np.median([np.median(t) / min(t) - 1 for t in times.values()]))
     grid = np.maximum.accumulate(np.maximum.accumulate(grid, axis=1), axis=0)
     pre = np.maximum.accumulate([min(prefill[c]) for c in contexts])
     pre_rows = np.maximum(np.maximum.accumulate([min(prefill_rows[c]) for c in contexts]), pre)
@@ -77,14 +88,29 @@ def measure_cost_profile(
     return CostProfile(
         tuple(sizes), tuple(reference.tolist()), model=target.name, device=str(target.device), contexts=contexts,
         grid=tuple(tuple(row) for row in grid.tolist()), prefill=tuple(pre.tolist()),
-        prefill_rows=tuple(pre_rows.tolist()),
+        prefill_rows=tuple(pre_rows.tolist()), spread=round(spread, 4),
+        measured_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), host=describe_machine(target.device),
+        load_per_core=None if load is None else round(load, 2),
     )
+
+
+def is_noisy(profile: CostProfile) -> bool:
+    """Whether ``profile`` was measured while the machine was busy (its repeats spread too wide)."""
+    return profile.spread is not None and profile.spread > NOISY_SPREAD
+
+
+def reference_profile(target: ModelTarget) -> CostProfile | None:
+    """The shipped reference profile of this model and device, if there is one (the embedded model on CPU)."""
+    return CPU_SMOLLM2 if target.name == EMBEDDED_NAME and target.device.type == "cpu" else None
 
 
 def cost_profile(target: ModelTarget, remeasure: bool = False, **kwargs) -> CostProfile:
     """The cached profile of this model on this device, measured (and saved) when missing.
 
-    A cached profile from before the context axis existed is measured again.
+    A cached profile from before the context axis existed is measured again. A measurement
+    too noisy to trust (:func:`is_noisy`: the machine was busy) is never cached: the reference
+    profile stands in where there is one (otherwise the noisy one, for this run only), with a
+    :class:`NoisyProfileWarning` that says so.
     """
     path = profile_path(target)
     if path.exists() and not remeasure:
@@ -92,6 +118,15 @@ def cost_profile(target: ModelTarget, remeasure: bool = False, **kwargs) -> Cost
         if profile.contexts:
             return profile
     profile = measure_cost_profile(target, **kwargs)
+    if is_noisy(profile):
+        stand_in = reference_profile(target)
+        instead = (f"using the reference profile ({stand_in.model}, {stand_in.device})" if stand_in
+                   else "using it for this run only")
+        warnings.warn(f"cost profile not cached: the machine was busy while it was measured (repeats spread "
+                      f"{100 * profile.spread:.0f}%, over {100 * NOISY_SPREAD:.0f}% is noise); {instead}. Measure "
+                      "again when nothing else runs: python experiments/traces.py profile --remeasure",
+                      NoisyProfileWarning, stacklevel=2)
+        return stand_in or profile
     profile.save(path)
     return profile
 

@@ -6,6 +6,9 @@ Kept apart from :mod:`decoding.model_target` so that code that only times or pic
 
 from __future__ import annotations
 
+import os
+import platform
+
 import torch
 
 from lookup.errors import PLDError
@@ -55,3 +58,24 @@ def synchronize(device: torch.device) -> None:
     """Wait for queued kernels so that wall-clock timings are real (no-op on CPU)."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def describe_machine(device: torch.device) -> str:
+    """What a timing was measured on, in a few words: the GPU's name, or the CPU's model and cores."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores"
+
+
+def load_per_core() -> float | None:
+    """The 1-minute load average per core (None where the OS does not say)."""
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except (AttributeError, OSError):
+        return None

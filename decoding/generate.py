@@ -14,7 +14,7 @@ import numpy as np
 
 from decoding.acceptance import accept_greedy, accept_greedy_tree
 from decoding.inputs import TokenIds, check_request
-from decoding.target import Scores, Target, top_ids
+from decoding.target import Scores, Target
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.errors import PLDError
 
@@ -147,7 +147,7 @@ def generate(
     t0 = time.perf_counter()
     drafter.reset(prompt)
     if prompt_top is not None:
-        drafter.observe_top(np.asarray(prompt[:-1], dtype=np.int64), prompt_top)
+        drafter.observe_top(np.asarray(prompt[:-1], dtype=np.int64), prompt_top.ids, prompt_top.probs)
     stats.drafter_s += time.perf_counter() - t0
 
     generated: list[int] = []
@@ -170,13 +170,15 @@ def generate(
         t0 = time.perf_counter()
         drafter.extend(new)
         drafter.observe(draft, accepted)
-        if rows_k and scores.logits is not None:
-            # what the target expected after every input it verified: rejected draft nodes first
-            # (on their draft path), then the committed ones, so that those win where they clash
-            inputs = np.concatenate([[last], draft.tokens])
+        if rows_k:
+            # what the target expected after each committed input: the sequence's own rows, never
+            # a rejected draft node's (a recorded trace cannot hold those, and replay must hand a
+            # drafter exactly what the live loop does) and never the newest token's (not yet read)
             committed = kept[: len(new)]
-            rows = np.concatenate([np.setdiff1d(np.arange(len(inputs)), committed), committed])
-            drafter.observe_top(inputs[rows], top_ids(scores.logits[rows], rows_k))
+            top = target.committed_top(scores, committed, rows_k)
+            if top is not None:
+                inputs = np.concatenate([[last], draft.tokens])
+                drafter.observe_top(inputs[committed], top.ids, top.probs)
         drafter_s += time.perf_counter() - t0
 
         generated.extend(new)

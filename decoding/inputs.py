@@ -17,7 +17,7 @@ from typing import Any, Sequence, Union
 import numpy as np
 import torch
 
-from decoding.target import Target
+from decoding.target import MAX_TOP, Target
 from lookup.base import Drafter
 from lookup.errors import PLDError
 
@@ -56,6 +56,10 @@ def check_request(
         raise PLDError(f"target must be a decoding.Target (e.g. decoding.load_model()), got {_kind(target)}")
     if not isinstance(drafter, Drafter):
         raise PLDError(f"drafter must be a lookup.base.Drafter (e.g. lookup.create('unfold')), got {_kind(drafter)}")
+    wants = drafter.wants_top
+    if isinstance(wants, bool) or not isinstance(wants, int) or not 0 <= wants <= MAX_TOP:
+        raise PLDError(f"drafter {drafter.name!r} wants_top={wants!r}: it must be an int in [0, {MAX_TOP}] "
+                       f"(the top-{MAX_TOP} rows are what traces hold)")
     vocab_size = getattr(target, "vocab_size", None)
     prompt = token_ids("prompt_ids", prompt_ids, vocab_size)
     if not prompt:

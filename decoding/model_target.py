@@ -30,7 +30,7 @@ from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
 from decoding.devices import synchronize
-from decoding.target import Scores, Target, top_ids
+from decoding.target import Scores, Target, TopRows, top_rows
 from decoding.tree import TreeLayout
 from lookup.errors import PLDError
 
@@ -66,18 +66,18 @@ class ModelTarget(Target):
 
     # -- the Target interface -------------------------------------------------------------
     @torch.inference_mode()
-    def start(self, prompt_ids: Sequence[int], top_k: int = 0) -> np.ndarray | None:
+    def start(self, prompt_ids: Sequence[int], top_k: int = 0) -> TopRows | None:
         self._cache = DynamicCache(config=self.model.config)
         self._cached = self._pending = 0
         head = list(prompt_ids)[:-1]
         if not head:  # a one-token prompt has nothing to prefill
             self._record_past()
-            return np.zeros((0, top_k), dtype=np.int64) if top_k else None
+            return top_rows(torch.zeros(0, self.vocab_size), top_k) if top_k else None
         # the prefill's logits are thrown away unless asked for: skip the LM head for all but one row
         logits = self._forward(np.asarray(head, dtype=np.int64), all_logits=top_k > 0)
         self._cached, self._pending = len(head), 0
         self._record_past()
-        return top_ids(logits, top_k) if top_k else None
+        return top_rows(logits, top_k) if top_k else None
 
     @torch.inference_mode()
     def score(self, tokens: np.ndarray) -> Scores:

@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from lookup.base import MAX_TOP  # noqa: F401  (re-exported: the loop's limit)
 from lookup.errors import PLDError
 
 
@@ -35,9 +36,29 @@ class Scores:
     seconds: float = 0.0  # wall time of the forward (synchronised on CUDA)
 
 
-def top_ids(logits: torch.Tensor, k: int) -> np.ndarray:
-    """The ``k`` most likely ids per row of ``logits`` [n, V], most likely first.  # [n, k] int64"""
-    return logits.topk(min(k, logits.shape[-1]), dim=-1).indices.cpu().numpy().astype(np.int64)
+@dataclass(frozen=True)
+class TopRows:
+    """The target's ``k`` most likely next ids after each of ``n`` tokens, with their probabilities."""
+
+    ids: np.ndarray  # [n, k] int64, most likely first
+    probs: np.ndarray  # [n, k] float16: softmax of the raw logits (temperature 1), rounded to float16
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def narrow(self, k: int) -> "TopRows":
+        """The first ``k`` columns."""
+        return TopRows(self.ids[:, :k], self.probs[:, :k])
+
+
+def top_rows(logits: torch.Tensor, k: int) -> TopRows:
+    """The ``k`` most likely ids per row of ``logits`` [n, V] and their probabilities.
+
+    Probabilities are rounded to float16 here, so a live target hands a drafter the same numbers
+    a recorded trace (which stores float16) hands it in replay.
+    """
+    probs, ids = torch.softmax(logits.float(), dim=-1).topk(min(k, logits.shape[-1]), dim=-1)
+    return TopRows(ids.cpu().numpy().astype(np.int64), probs.cpu().numpy().astype(np.float16))
 
 
 class Target(abc.ABC):
@@ -50,11 +71,11 @@ class Target(abc.ABC):
     max_length: int | None = None
 
     @abc.abstractmethod
-    def start(self, prompt_ids: Sequence[int], top_k: int = 0) -> np.ndarray | None:
+    def start(self, prompt_ids: Sequence[int], top_k: int = 0) -> TopRows | None:
         """Begin a sequence: put every prompt token but the last into the cache.
 
         With ``top_k > 0``, return the ``top_k`` most likely next ids after each of those tokens
-        ([P-1, top_k] int64, most likely first), or None when the target cannot tell.
+        (``P - 1`` rows), or None when the target cannot tell.
         """
 
     @abc.abstractmethod
@@ -64,6 +85,12 @@ class Target(abc.ABC):
     @abc.abstractmethod
     def keep(self, n: int) -> None:
         """After :meth:`score`, keep only its first ``n`` inputs in the cache (the accepted path)."""
+
+    def committed_top(self, scores: Scores, rows: np.ndarray, k: int) -> TopRows | None:
+        """After :meth:`keep`/:meth:`keep_path`: the top-``k`` rows of the last forward at the inputs
+        ``rows`` (the committed ones: the last committed token and the accepted draft nodes, whose
+        next token the step committed). None when the target cannot tell."""
+        return None if scores.logits is None else top_rows(scores.logits[rows], k)
 
     def score_tree(self, tokens: np.ndarray, parents: np.ndarray) -> Scores:
         """One forward over a token tree: ``tokens`` [n+1] as in :meth:`score`, ``parents`` [n] the

@@ -52,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     sizes = [parse_size(s) for s in ("1k,8k,32k" if args.quick else args.sizes).split(",")]
     seconds, max_steps = (0.1, 200) if args.quick else (0.6, 2000)
-    # drafters that read the target's logits get none here: their propose would be a lookup alone
-    methods = parse_list(args.drafters) if args.drafters else [n for n in lookup.available() if lookup.replayable(n)]
+    # drafters that read the target's top-k get none here (their propose would be a lookup alone);
+    # the peers are benched only when asked for
+    methods = parse_list(args.drafters) if args.drafters else [
+        n for n in lookup.available(peers=False) if not lookup.get(n).wants_top]
     extra = CHUNK * max_steps + 16
     data = {"random": random_tokens(max(sizes) + extra)}
     data["text"], tokenizer = text_tokens(max(sizes) + extra)

@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replay", action="store_true",
                    help="replay drafters against recorded greedy traces (experiments/traces.py record) instead of "
                         "running the model: tau and estimated speedup in seconds")
-    p.add_argument("--traces", default=None, help="trace folder for --replay (default: the embedded model's)")
+    p.add_argument("--traces", default=None,
+                   help="trace folder for --replay (default: the shipped benchmark of the embedded model)")
     p.add_argument("--wandb", default=None, choices=["online", "offline", "off"],
                    help="W&B logging (default: online when logged in, else offline; never blocks)")
     return p
@@ -65,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def default_methods() -> list[str]:
     base = parse_list(DEFAULT_METHODS)
-    return base + [n for n in lookup.available() if n not in base]
+    return base + [n for n in lookup.available(peers=False) if n not in base]
 
 
 @guarded
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_libraries()
     mode = resolve_mode(args.wandb)  # before any work: a bad value is a one-line error
     methods = parse_list(args.drafters) if args.drafters else default_methods()
-    if args.replay and not args.drafters:  # traces cannot serve drafters that read the target's logits
+    if args.replay and not args.drafters:  # traces stand in for the model: transformers' references need it
         methods = [m for m in methods if replayable_spec(m)]
     if args.replay:
         comparison = ReplayComparison.from_args(args, methods)

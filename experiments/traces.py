@@ -2,9 +2,10 @@
 
     python experiments/traces.py record [--tasks summarization,...] [--prompts N | --full] [--max-new-tokens 128]
     python experiments/traces.py list
-    python experiments/traces.py profile [--remeasure]
+    python experiments/traces.py profile [--remeasure | --check]   # --check: drift from the cached profile
     python experiments/traces.py replay --drafters suffix-automaton,unfold [--traces DIR]
     python experiments/traces.py verify [--cases 10] [--traces DIR]   # are these traces this model's, here?
+    python experiments/traces.py explain --drafters adaptive,voting      # where they lose time to the oracle
 
 Traces live under ``$PLD_LAB_CACHE/traces/<model>/`` beside the cost profile of the model that
 made them (``experiments.benchmarks.traces``).
@@ -22,15 +23,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a
 from tqdm import tqdm  # noqa: E402
 
 import decoding  # noqa: E402
-from decoding.cost import cost_profile  # noqa: E402
+from decoding.cost import (NOISY_SPREAD, REFERENCE_CONTEXT, cost_profile, is_noisy,  # noqa: E402
+                           measure_cost_profile, profile_path, reference_profile)
 from decoding.lossless import NUMERIC_MARGIN  # noqa: E402
 from experiments.benchmarks import tasks  # noqa: E402
-from experiments.benchmarks.traces import load_trace_sets, model_key, traces_root  # noqa: E402
+from experiments.benchmarks.traces import (BENCHMARK_FILE, load_trace_sets, recording_folder,  # noqa: E402
+                                          shipped_folder, write_benchmark)
 from experiments.cli import guarded, quiet_libraries  # noqa: E402
-from experiments.reporting.tables import format_profile, render, report  # noqa: E402
+from experiments.reporting.plots import write_loss_plot  # noqa: E402
+from experiments.reporting.tables import describe_profile, format_profile, loss_table, render, report  # noqa: E402
+from experiments.running.explain import explain  # noqa: E402
 from experiments.running.record import record  # noqa: E402
 from experiments.running.replay import ReplayComparison, default_specs  # noqa: E402
 from experiments.running.verify import check_traces  # noqa: E402
+from lookup.cost import CPU_SMOLLM2, CostProfile  # noqa: E402
 from lookup.errors import PLDError  # noqa: E402
 from lookup.specs import parse_list  # noqa: E402
 
@@ -46,16 +52,25 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--model", default=None)
     rec.add_argument("--device", default=None)
     rec.add_argument("--out", default=None, help="trace folder (default: the cache)")
+    rec.add_argument("--ship", action="store_true",
+                     help="record a versioned benchmark: scored with the reference CPU profile (nothing measured), "
+                          f"hashed into {BENCHMARK_FILE}; into the shipped folder unless --out")
     sub.add_parser("list", help="show recorded traces").add_argument("--traces", default=None)
     prof = sub.add_parser("profile", help="measure (or show) the model's cost profile and store it with its traces")
     prof.add_argument("--remeasure", action="store_true", help="measure again even when a profile is cached")
+    prof.add_argument("--check", action="store_true",
+                      help="measure again and report the drift from the cached profile (the cache is left as it is)")
     prof.add_argument("--model", default=None)
     prof.add_argument("--device", default=None)
     rep = sub.add_parser("replay", help="replay drafters against traces")
-    rep.add_argument("--drafters", default=None, help="comma-separated drafter specs (default: all replayable)")
+    rep.add_argument("--drafters", default=None, help="comma-separated drafter specs (default: every registered drafter but the peers)")
     rep.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
     rep.add_argument("--results", default="results", help="folder for results JSONL (default: results/)")
     rep.add_argument("--fresh", action="store_true", help="replay again rows the results already hold")
+    exp = sub.add_parser("explain", help="where drafters lose time against the oracle, per task group (and a plot)")
+    exp.add_argument("--drafters", default="adaptive", help="comma-separated drafter specs (default: adaptive)")
+    exp.add_argument("--traces", default=None, help="trace folder (default: the shipped benchmark)")
+    exp.add_argument("--plot", default="results/oracle_gap.png", help="where to draw the plot ('' for none)")
     ver = sub.add_parser("verify", help="re-decode recorded cases on the model here and compare them token by token")
     ver.add_argument("--cases", type=int, default=10, help="cases to re-decode, one per task in turn (default 10)")
     ver.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
@@ -85,14 +100,64 @@ def cmd_replay(args) -> int:
     return 0
 
 
+def cmd_explain(args) -> int:
+    sets = load_trace_sets(args.traces)
+    specs = parse_list(args.drafters)
+    if not specs:
+        raise PLDError("--drafters is empty")
+    losses = {}
+    total = len(specs) * sum(len(s.cases) for s in sets)
+    with tqdm(total=total, desc="explain", unit="case") as bar:
+        for spec in specs:
+            losses[spec] = explain(sets, spec, progress=bar.update)
+    for spec, by_group in losses.items():
+        print(f"\n{spec}: the gap to the cost-aware oracle, by part (decoding phase, {sets[0].profile.model})")
+        print(loss_table(by_group))
+    print("\nmissed: no draft where the oracle drafted; wrong: nothing accepted though a correct run existed; "
+          "short/long: accepted less/more than the oracle's best cut, or rejected draft tokens (long); "
+          "beyond: past any run of the context; drafter: its own time")
+    if args.plot:
+        print(f"plot: {write_loss_plot(losses, args.plot)}")
+    return 0
+
+
 def cmd_profile(args) -> int:
     target = decoding.load_model(args.model, device=args.device)
+    if args.check:
+        return check_profile(target)
     profile = cost_profile(target, remeasure=args.remeasure, progress=True)
-    folder = traces_root() / model_key(target.name)
+    folder = recording_folder(target.name)
     profile.save(folder / "profile.json")
     print(format_profile(profile))
+    print(describe_profile(profile))
     print(f"saved with the traces in {folder}")
     return 0
+
+
+def _drift(then: float, now: float) -> str:
+    return f"{1e3 * then:.1f} ms -> {1e3 * now:.1f} ms ({now / then - 1:+.0%})"
+
+
+def check_profile(target) -> int:
+    """Measure again; print how far the cached profile (and the reference) are from today's machine."""
+    path = profile_path(target)
+    cached = CostProfile.load(path) if path.exists() else None
+    now = measure_cost_profile(target, progress=True)
+    print(describe_profile(now))
+    if is_noisy(now):
+        print(f"this measurement is noise: the repeats spread over {100 * NOISY_SPREAD:.0f}%; "
+              "check again when nothing else runs")
+    compared = [(name, p) for name, p in (("cached", cached), ("reference", reference_profile(target))) if p]
+    if not compared:
+        print("no cached or reference profile to compare with; `traces.py profile` caches this machine's")
+        return 0
+    for name, p in compared:
+        print(f"{name}: {describe_profile(p)}")
+    rows = [[n, *(_drift(p.cost(n, REFERENCE_CONTEXT), now.cost(n, REFERENCE_CONTEXT)) for _, p in compared)]
+            for n in now.sizes]
+    print(f"forward time at a {REFERENCE_CONTEXT}-token context: then -> now")
+    print(render(["tokens", *(name for name, _ in compared)], rows))
+    return 1 if is_noisy(now) else 0
 
 
 def cmd_record(args) -> int:
@@ -101,9 +166,12 @@ def cmd_record(args) -> int:
     names = parse_list(args.tasks) if args.tasks else tasks.available_tasks()
     suites = {name: tasks.load_task(name, None if args.full else args.prompts) for name in names}
     target = decoding.load_model(args.model, device=args.device)
-    folder = Path(args.out) if args.out else traces_root() / model_key(target.name)
+    folder = Path(args.out) if args.out else (shipped_folder(target.name) if args.ship else recording_folder(target.name))
+    if not args.ship and folder.resolve() == shipped_folder(target.name).resolve():
+        raise PLDError(f"{folder} is the shipped benchmark; record elsewhere (--out), or rebuild it with --ship")
     folder.mkdir(parents=True, exist_ok=True)
-    profile = cost_profile(target, progress=True)
+    # a shipped benchmark is scored with the reference profile, so that boards from any machine agree
+    profile = CPU_SMOLLM2 if args.ship else cost_profile(target, progress=True)
     profile.save(folder / "profile.json")
     total = sum(len(p.turns) for ps in suites.values() for p in ps)
     t0 = time.perf_counter()
@@ -111,6 +179,10 @@ def cmd_record(args) -> int:
         for name, prompts in suites.items():
             record(target, name, prompts, args.max_new_tokens, folder, progress=bar)
     print(f"traces in {folder} ({time.perf_counter() - t0:.0f} s)")
+    if args.ship:
+        info = write_benchmark(folder, load_trace_sets(folder), model=target.name,
+                               max_new_tokens=args.max_new_tokens)
+        print(f"benchmark {info['hash']}: {info['cases']} cases, {info['tokens']} tokens")
     return 0
 
 
@@ -131,7 +203,7 @@ def cmd_verify(args) -> int:
     return 1 if wide else 0
 
 
-COMMANDS = {"record": cmd_record, "list": cmd_list, "profile": cmd_profile, "replay": cmd_replay,
+COMMANDS = {"record": cmd_record, "list": cmd_list, "profile": cmd_profile, "replay": cmd_replay, "explain": cmd_explain,
             "verify": cmd_verify}
 
 

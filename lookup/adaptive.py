@@ -121,8 +121,8 @@ class AdaptiveDrafter(Drafter):
         self._committed = list(tokens)
         self._context += len(tokens)
 
-    def observe_top(self, tokens: np.ndarray, top: np.ndarray) -> None:
-        self.base.observe_top(tokens, top)
+    def observe_top(self, tokens: np.ndarray, top: np.ndarray, probs: np.ndarray) -> None:
+        self.base.observe_top(tokens, top, probs)
 
     @property
     def _cost(self) -> np.ndarray:

@@ -2,12 +2,12 @@
 
 A drafter is one object per sequence. The decoding loop calls, in order::
 
-    drafter.reset(prompt)              # once; then observe_top(prompt[:-1], rows) if wants_top
+    drafter.reset(prompt)              # once; then observe_top(prompt[:-1], ids, probs) if wants_top
     loop:
         draft = drafter.propose(budget)    # may be skipped when no budget is left
         drafter.extend(committed)          # the tokens the target accepted, plus its own next one
         drafter.observe(draft, accepted)   # feedback on that draft (EMPTY_DRAFT if propose was skipped)
-        drafter.observe_top(tokens, top)   # the target's top-k after the tokens it read; only if wants_top
+        drafter.observe_top(tokens, top, probs)   # the target's top-k after committed tokens; only if wants_top
 
 What a drafter knows about the sequence (the committed tokens, and the feedback of
 ``observe``/``observe_top``) changes only in ``reset``, ``extend``, ``observe`` and
@@ -24,6 +24,9 @@ from typing import ClassVar, Sequence
 import numpy as np
 
 EMPTY_TOKENS = np.zeros(0, dtype=np.int64)
+
+#: the widest top-k a drafter may read through :meth:`Drafter.observe_top` (what traces hold)
+MAX_TOP = 8
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ class Drafter(abc.ABC):
     name: str = "?"
     #: how many of the target's most likely next tokens, after each committed token, this drafter
     #: wants through :meth:`observe_top` (0: none, and the loop computes none). The class value is
-    #: what an instance built with default parameters wants (``lookup.replayable(name)`` reads it);
+    #: what an instance built with default parameters wants (tools read it without building one);
     #: an instance may set its own in ``__init__`` (from a width, or from a drafter it wraps) and
     #: keeps it for its whole life. The loop reads the instance's value.
     wants_top: int = 0
@@ -152,13 +155,16 @@ class Drafter(abc.ABC):
         loop skipped propose this step). Default: nothing.
         """
 
-    def observe_top(self, tokens: np.ndarray, top: np.ndarray) -> None:
-        """The target's ``wants_top`` most likely next ids after tokens it has just read:
-        ``top[i]`` ([c, k] int64, most likely first) follows ``tokens[i]`` ([c]) in the context
-        the target read it in. Called after :meth:`reset` with the prompt's rows (all its tokens
-        but the last), then after each :meth:`observe` with every input of the step's forward:
-        the rejected draft nodes (on their own draft path) first, the committed tokens last.
-        Only targets with logits call it (a recorded trace has none). Default: nothing.
+    def observe_top(self, tokens: np.ndarray, top: np.ndarray, probs: np.ndarray) -> None:
+        """The target's ``wants_top`` most likely next ids after tokens of the sequence:
+        ``top[i]`` ([c, k] int64, most likely first) and their probabilities ``probs[i]``
+        ([c, k] float16, the softmax of the raw logits) follow ``tokens[i]`` ([c]) at its place
+        in the sequence. Called after :meth:`reset` with the prompt's rows (all its tokens but the
+        last), then after each :meth:`observe` with the rows of the tokens the step committed
+        after: the last committed token and the accepted draft nodes. Never the row of the newest
+        committed token (the target has not read it yet; under greedy decoding its top-1 *is* the
+        next token), never a rejected draft node's. Live models and the shipped traces (top-8)
+        both call it with the same rows. Default: nothing.
         """
 
     def match_length(self) -> int | None:

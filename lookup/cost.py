@@ -47,6 +47,11 @@ class CostProfile:
     grid: tuple[tuple[float, ...], ...] = ()  # [c][m] forward time by context and size
     prefill: tuple[float, ...] = ()  # [c] time to prefill a prompt of contexts[i] tokens
     prefill_rows: tuple[float, ...] = ()  # [c] the same, with every row's logits and top-k (for drafters that read them)
+    #: how noisy the measurement was: the median over points of (median repeat / fastest repeat - 1)
+    spread: float | None = None
+    measured_at: str = ""  # ISO time of the measurement ("" = unknown)
+    host: str = ""  # the machine it was measured on (CPU model and cores, or the GPU)
+    load_per_core: float | None = None  # the 1-minute load average per core when the measurement began
 
     def __post_init__(self) -> None:
         if len(self.sizes) != len(self.seconds) or not self.sizes:
@@ -113,7 +118,8 @@ class CostProfile:
         return cls(
             tuple(data["sizes"]), tuple(data["seconds"]), data.get("model", "?"), data.get("device", "?"),
             tuple(data.get("contexts", ())), tuple(tuple(row) for row in data.get("grid", ())),
-            tuple(data.get("prefill", ())), tuple(data.get("prefill_rows", ())),
+            tuple(data.get("prefill", ())), tuple(data.get("prefill_rows", ())), data.get("spread"),
+            data.get("measured_at", ""), data.get("host", ""), data.get("load_per_core"),
         )
 
     def save(self, path: str | Path) -> None:
@@ -145,4 +151,6 @@ CPU_SMOLLM2 = CostProfile(
     ),
     prefill=(0.1262, 0.4385, 0.8490, 2.0200),
     prefill_rows=(0.1985, 0.6727, 1.2447, 3.2432),
+    measured_at="2026-11-29",
+    host="our 2-core dev machine (x86-64, no GPU), nothing else running",
 )

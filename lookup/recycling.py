@@ -19,10 +19,10 @@ best-first order with the most expected tokens per second, ``(1 + sum P(node)) /
 (:func:`lookup.policy.best_cut`); without one, it sends the whole budget.
 
 The table is filled through :meth:`Drafter.observe_top`: the prompt's rows come from the
-prefill, then every step brings a row for each input its forward verified, rejected draft
-nodes included (their row is what follows them on their draft path: still a likely
-continuation of that token, and a fresher one). Targets that only know the argmax (recorded
-traces) send none, and the drafter is then a lookup tree alone.
+prefill, then every step brings a row for each token it committed after. (Token Recycling also
+keeps the rows of rejected draft nodes; the loop hands only the sequence's own rows, so that a
+recorded trace replays this drafter exactly.) The shipped traces hold the target's top-8 rows,
+so ``width`` is at most 8.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.base import EMPTY_DRAFT, MAX_TOP, Draft, Drafter
 from lookup.cost import CostProfile
 from lookup.policy import DecayedRate, best_cut, forward_costs
 from lookup.registry import create, register
@@ -81,8 +81,8 @@ class RecyclingDrafter(Drafter):
                 match goes).
         """
         super().__init__()
-        if max_nodes < 1 or width < 1 or not 0.0 < decay <= 1.0:
-            raise ValueError("max_nodes and width must be >= 1 and decay in (0, 1]")
+        if max_nodes < 1 or not 1 <= width <= MAX_TOP or not 0.0 < decay <= 1.0:
+            raise ValueError(f"max_nodes must be >= 1, width in [1, {MAX_TOP}] and decay in (0, 1]")
         if isinstance(base, str):
             base = create(base, **(DEFAULT_BASE_PARAMS if base_params is None else base_params))
         self.base = base
@@ -116,7 +116,7 @@ class RecyclingDrafter(Drafter):
         if self._committed:
             self._last = self._committed[-1]
 
-    def observe_top(self, tokens: np.ndarray, top: np.ndarray) -> None:
+    def observe_top(self, tokens: np.ndarray, top: np.ndarray, probs: np.ndarray) -> None:
         """Remember the target's top ids after each token; a later occurrence replaces an earlier."""
         top = np.asarray(top)[:, : self.width]
         for token, row in zip(np.asarray(tokens).tolist(), top):

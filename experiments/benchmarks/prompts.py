@@ -73,6 +73,10 @@ def prompts_digest(prompts: Iterable[Prompt]) -> str:
     return h.hexdigest()[:16]
 
 
+#: the extra group that pools every case: no category can be named so
+ALL = "(all)"
+
+
 def group_of(category: str, case_id: str, turn: int) -> str:
     """A case's task group: its category, split per turn for multi-turn prompts (whose case ids
     carry ``#turn``), since lookup gains differ sharply between turns."""

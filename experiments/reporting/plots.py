@@ -1,6 +1,7 @@
 """Plots of result rows: PNG files, no display.
 
     paths = write_plots(rows, out_dir)   # speedup_by_category.png, accepted_lengths.png, tau_vs_context.png
+    path = write_loss_plot(losses, out_dir / "oracle_gap.png")   # where drafters lose time to the oracle
 
 Every plot is optional: a plot whose data is missing (no drafter rows, no per-step records, a
 single method...) is skipped rather than drawn empty, and only the files written are returned.
@@ -23,6 +24,7 @@ import numpy as np  # noqa: E402
 
 from experiments.reporting.summary import (ALL, by_method_and_group, est_speedup_of, group_order,  # noqa: E402
                                            is_drafter, method_order, speedup_of)
+from experiments.running.explain import PARTS, Loss  # noqa: E402
 from experiments.running.rows import CaseResult  # noqa: E402
 
 DPI = 120
@@ -242,3 +244,42 @@ PLOTS: dict[str, Callable[[Sequence[CaseResult]], "plt.Figure | None"]] = {
     "accepted_lengths": plot_accepted_lengths,
     "tau_vs_context": plot_tau_vs_context,
 }
+
+
+def write_loss_plot(losses: dict[str, dict[str, Loss]], path: str | Path) -> Path | None:
+    """Stacked bars: per task group (columns of panels) and drafter (bars), the gap to the oracle
+    split into its parts, as a share of plain decoding's time (so groups compare). None when empty."""
+    drafters = list(losses)
+    if not drafters:
+        return None
+    groups = list(next(iter(losses.values())))
+    colors = dict(zip(PARTS, plt.get_cmap("tab10").colors))
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(groups) * max(len(drafters), 1) + 2), 4.8))
+    width = 0.8 / len(drafters)
+    for d, drafter in enumerate(drafters):
+        xs = np.arange(len(groups)) + (d - (len(drafters) - 1) / 2) * width
+        bottom_pos, bottom_neg = np.zeros(len(groups)), np.zeros(len(groups))
+        for part in PARTS:
+            share = np.array([losses[drafter][g].parts[part] / losses[drafter][g].plain
+                              if losses[drafter][g].plain else 0.0 for g in groups])
+            base = np.where(share >= 0, bottom_pos, bottom_neg)
+            ax.bar(xs, share, width * 0.95, bottom=base, color=colors[part], label=part if d == 0 else None,
+                   edgecolor="white", linewidth=0.4)
+            bottom_pos += np.maximum(share, 0)
+            bottom_neg += np.minimum(share, 0)
+        for x, top in zip(xs, bottom_pos):
+            ax.text(x, top, drafter, rotation=90, fontsize=7, ha="center", va="bottom")
+    ax.set_xticks(np.arange(len(groups)), groups, rotation=20, ha="right")
+    ax.set_ylabel("time lost to the oracle / plain decoding's time")
+    ax.set_title("where drafters lose time against the cost-aware oracle")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8, ncol=len(PARTS))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fig.tight_layout()
+        fig.savefig(path, dpi=DPI)
+    finally:
+        plt.close(fig)
+    return path

@@ -11,9 +11,9 @@ import math
 from collections import defaultdict
 from typing import Iterable, Sequence
 
+from experiments.benchmarks.prompts import ALL  # noqa: F401  (re-exported: the pooled group's name)
 from experiments.running.rows import CaseResult
 
-ALL = "(all)"  # the extra group that pools every row: no category can be named so
 
 
 def method_order(rows: Iterable[CaseResult]) -> list[str]:

@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 from experiments.reporting.summary import ALL, summarize
+from experiments.running.explain import PARTS, Loss
 from experiments.running.rows import CaseResult
 from lookup.cost import CostProfile
 
@@ -94,3 +95,27 @@ def format_profile(profile: CostProfile) -> str:
     if profile.prefill:
         lines.append("prefill" + "".join(f"{1e3 * p:17.1f} ms" for p in profile.prefill))
     return "\n".join(lines)
+
+
+def describe_profile(profile: CostProfile) -> str:
+    """One line: what a profile is of, when and where it was measured, and how noisy it was."""
+    spread = "" if profile.spread is None else f", repeats spread {100 * profile.spread:.1f}%"
+    load = "" if profile.load_per_core is None else f", load {profile.load_per_core:.2f} per core at the start"
+    when = profile.measured_at or "an unknown date"
+    return f"{profile.model} on {profile.device}: measured {when} on {profile.host or 'an unknown machine'}{spread}{load}"
+
+
+def loss_table(losses: dict[str, Loss]) -> str:
+    """One drafter's gap to the oracle per group: speedups, the share of the oracle's gain, and
+    each part of the gap as a share of it (they add up to 100%)."""
+    rows = []
+    for group, loss in losses.items():
+        share = loss.share_of_oracle_gain
+        rows.append([group, loss.cases, f"{loss.speedup:.3f}x", f"{loss.oracle_speedup:.3f}x",
+                     "" if share is None else _percent(share),
+                     *(_percent(loss.parts[p] / loss.gap) if loss.gap else "" for p in PARTS)])
+    return render(["group", "cases", "speedup", "oracle", "of gain", *PARTS], rows)
+
+
+def _percent(x: float) -> str:
+    return f"{100 * x + 0.0:.0f}%".replace("-0%", "0%")

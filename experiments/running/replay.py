@@ -33,34 +33,47 @@ DRAFT_BUDGET = 32
 def replay_case(case: TraceCase, drafter: lookup.Drafter, profile: CostProfile,
                 draft_budget: int = DRAFT_BUDGET) -> GenerationResult:
     """Run ``drafter`` against one trace through the live loop; returns the GenerationResult."""
-    target = TraceTarget(case.prompt, case.output, case.vocab_size, case.eos, profile)
-    # eos is honoured by the loop itself; a trace that ended by length stops at its length
-    return decoding.generate(target, case.prompt, drafter, max_new_tokens=len(case.output), draft_budget=draft_budget)
+    target = TraceTarget(case.prompt, case.output, case.vocab_size, case.eos, profile, case.top)
+    # the budget a live run had: a budget cut to the trace's own length would tell the drafter
+    # where the recorded answer stops; the loop stops at the recorded EOS through the target
+    ended_at_eos = bool(case.output) and case.output[-1] in case.eos
+    budget = max(case.max_new_tokens, len(case.output)) if ended_at_eos else len(case.output)
+    return decoding.generate(target, case.prompt, drafter, max_new_tokens=budget, draft_budget=draft_budget)
 
 
 def default_specs() -> list[str]:
-    """Every registered drafter a trace can replay (not those that read the target's logits)."""
-    return [name for name in lookup.available() if lookup.replayable(name)]
+    """Every registered drafter but the peers' (``peer:...``, compared when asked for)."""
+    return lookup.available(peers=False)
 
 
 def replayable_spec(spec: str) -> bool:
-    """Whether a trace can stand in for the target of method ``spec``: a drafter that does not
-    read the target's logits (transformers' references need the model)."""
-    name, params = parse_spec(spec)
-    return name not in REFERENCES and lookup.replayable(name, **params)
+    """Whether a trace can stand in for the target of method ``spec``: any drafter (transformers'
+    references need the model)."""
+    return parse_spec(spec)[0] not in REFERENCES
 
 
 def replay_methods(specs: Sequence[str]) -> list[DrafterMethod]:
-    """The drafter methods of ``specs``; references and drafters that read logits are refused."""
+    """The drafter methods of ``specs``; references are refused."""
     methods = [parse_method(s) for s in specs]
     bad = [m.spec for m in methods if not isinstance(m, DrafterMethod)]
     if bad:
         raise PLDError(f"replay runs drafters only, not {', '.join(bad)}")
-    reads_logits = [m.spec for m in methods if m.make().wants_top]
-    if reads_logits:
-        raise PLDError(f"{', '.join(reads_logits)} read the target's top-k, which traces do not hold: "
-                       "compare them live (without --replay)")
     return methods
+
+
+def check_top_rows(sets: Sequence[TraceSet], methods: Sequence[DrafterMethod]) -> None:
+    """Drafters that read the target's top-k need traces that hold enough of it."""
+    wants = {m.spec: m.make().wants_top for m in methods}
+    if not any(wants.values()):
+        return
+    for trace_set in sets:
+        for case in trace_set.cases:
+            held = 0 if case.top is None else case.top.ids.shape[1]
+            short = [spec for spec, k in wants.items() if k > held]
+            if short:
+                raise PLDError(f"{', '.join(short)} read the target's top-{max(wants[s] for s in short)}; "
+                               f"{trace_set.path.name} holds {'no top-k rows' if not held else f'the top-{held}'} "
+                               f"(case {case.case}): replay the shipped benchmark, or compare them live")
 
 
 def replay_row(case: TraceCase, method: DrafterMethod, profile: CostProfile, *, experiment: str, code: str,
@@ -104,6 +117,7 @@ class ReplayComparison:
         self.sets, self.profile = list(sets), profile
         _check_unique_cases(self.sets)
         self.methods = replay_methods(specs)
+        check_top_rows(self.sets, self.methods)
         self.specs = [m.spec for m in self.methods]
         profiles = [self._profile(s) for s in self.sets]
         # the traces' contents, not only their names: re-recorded traces are another benchmark

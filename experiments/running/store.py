@@ -19,13 +19,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterator
 
+from experiments.benchmarks.paths import ROOT
 from experiments.running.rows import CaseResult
 from lookup.base import Drafter
 from lookup.cost import CostProfile
 from lookup.errors import PLDError
 
 PACKAGES = ("torch", "transformers", "numpy", "numba", "pld-lab")
-ROOT = Path(__file__).resolve().parents[2]
 #: the code whose source decides what a row holds: the drafters, the loop that runs them, and
 #: the code that runs methods and builds rows from their runs
 CODE_PACKAGES = ("lookup", "decoding", "experiments/running")

@@ -31,7 +31,13 @@ def test_json_round_trip(tmp_path):
     assert CostProfile.load(tmp_path / "p.json") == CPU_SMOLLM2
 
 
-def test_measure_and_cache_per_model_and_device(tmp_path, monkeypatch):
+@pytest.fixture
+def any_noise(monkeypatch):
+    """Tests time tiny models on a machine that may be busy: their profiles are kept however noisy."""
+    monkeypatch.setattr(cost, "NOISY_SPREAD", float("inf"))
+
+
+def test_measure_and_cache_per_model_and_device(tmp_path, monkeypatch, any_noise):
     monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path))
     target = tiny_llama()
     p = cost.cost_profile(target, sizes=(1, 2, 4, 8), contexts=(32,), repeats=2)
@@ -39,6 +45,27 @@ def test_measure_and_cache_per_model_and_device(tmp_path, monkeypatch):
     assert list(p.seconds) == sorted(p.seconds)  # smoothed to be monotone
     assert cost.profile_path(target).exists()
     assert cost.cost_profile(target) == p  # second call reads the cache
+    assert p.spread is not None and p.spread >= 0 and p.measured_at and p.host  # where, when, how noisy
+    assert CostProfile.load(cost.profile_path(target)) == p
+
+
+def noisy(spread: float) -> CostProfile:
+    return CostProfile((1, 2), (1.0, 1.5), model="m", contexts=(16,), grid=((1.0, 1.5),), spread=spread)
+
+
+@pytest.mark.parametrize("embedded", [True, False])
+def test_a_noisy_profile_is_never_cached_and_says_so(tmp_path, monkeypatch, embedded):
+    monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path))
+    target = tiny_llama()
+    if embedded:
+        monkeypatch.setattr(target, "name", cost.EMBEDDED_NAME)
+    monkeypatch.setattr(cost, "measure_cost_profile", lambda *a, **k: noisy(0.3))
+    with pytest.warns(cost.NoisyProfileWarning, match="busy while it was measured \\(repeats spread 30%"):
+        p = cost.cost_profile(target)
+    assert p == (CPU_SMOLLM2 if embedded else noisy(0.3))
+    assert not cost.profile_path(target).exists()
+    monkeypatch.setattr(cost, "measure_cost_profile", lambda *a, **k: noisy(0.02))
+    assert cost.cost_profile(target) == noisy(0.02) and cost.profile_path(target).exists()
 
 
 def grid_profile(prefill=(0.2, 1.0)) -> CostProfile:
@@ -94,7 +121,7 @@ def test_measure_a_grid_with_prefill(tmp_path, monkeypatch):
     assert p.seconds == p.grid[1]  # 48 is the measured context nearest the reference
 
 
-def test_an_old_cached_profile_is_measured_again(tmp_path, monkeypatch):
+def test_an_old_cached_profile_is_measured_again(tmp_path, monkeypatch, any_noise):
     monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path))
     target = tiny_llama()
     CostProfile((1, 2), (1.0, 1.0)).save(cost.profile_path(target))

@@ -68,7 +68,7 @@ def test_a_drafter_file_with_parameters_replays_beside_the_built_ins(tmp_path, c
     for i in range(2):
         out = [7] * 6 + [3, 4]
         append_case(trace_file(tmp_path / "traces", "rep", 8),
-                    TraceCase(f"rep/{i}", "rep", 1, [1, 2, 7], out, [0.01] * 8, "toy", 16, [0], 8))
+                    TraceCase(f"rep/{i}", "rep", 1, [1, 2 + i, 7], out, [0.01] * 8, "toy", 16, [0], 8))
     spec = f"{drafter}:max_tokens=4"
     argv = ["--replay", "--traces", str(tmp_path / "traces"), "--drafters", f"none,{spec}", "--results",
             str(tmp_path / "results"), "--wandb", "off"]

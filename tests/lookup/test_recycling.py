@@ -65,7 +65,8 @@ def brute_force_probs(d: RecyclingDrafter, chain, last: int, limit: int) -> list
 def test_best_first_takes_the_most_probable_nodes_parents_first(rows, chain, last, limit, hits):
     d = RecyclingDrafter(base=Scripted(chain), width=3, max_nodes=limit)
     d.reset([last])
-    d.observe_top(np.array(list(rows), dtype=np.int64), np.array(list(rows.values()), dtype=np.int64).reshape(-1, 3))
+    top = np.array(list(rows.values()), dtype=np.int64).reshape(-1, 3)
+    d.observe_top(np.array(list(rows), dtype=np.int64), top, np.zeros(top.shape, np.float16))
     d._ranks.trials[:], d._ranks.hits[:] = 5.0, hits  # learnt rates, any
     tokens, parents, probs = d.best_first(np.asarray(chain, dtype=np.int64), limit)
     assert all(-1 <= p < i for i, p in enumerate(parents))  # parents first: any prefix is a tree
@@ -91,7 +92,8 @@ def step(d: RecyclingDrafter, truth: list[int], pos: int, rows) -> int:
     new = truth[pos : pos + accepted + 1]
     d.extend(new)
     d.observe(draft, accepted)
-    d.observe_top(np.array([truth[pos - 1], *new[:-1]]), np.array([rows(t) for t in [truth[pos - 1], *new[:-1]]]))
+    top = np.array([rows(t) for t in [truth[pos - 1], *new[:-1]]])
+    d.observe_top(np.array([truth[pos - 1], *new[:-1]]), top, np.zeros(top.shape, np.float16))
     return pos + len(new)
 
 
@@ -122,11 +124,11 @@ def test_learns_that_the_lookup_chain_is_wrong_and_stops_sending_it():
 def test_a_flat_profile_sends_the_whole_budget_and_a_cpu_one_trims():
     d = RecyclingDrafter(base=Scripted(range(40)), max_nodes=32, profile=CostProfile.flat(64))
     d.reset([1])
-    d.observe_top(np.arange(64), np.tile(np.arange(8), (64, 1)))
+    d.observe_top(np.arange(64), np.tile(np.arange(8), (64, 1)), np.zeros((64, 8), np.float16))
     assert len(d.propose(32)) == 32
     cpu = RecyclingDrafter(base=Scripted(range(40)), max_nodes=32, profile=CPU_SMOLLM2)
     cpu.reset([1])
-    cpu.observe_top(np.arange(64), np.tile(np.arange(8), (64, 1)))
+    cpu.observe_top(np.arange(64), np.tile(np.arange(8), (64, 1)), np.zeros((64, 8), np.float16))
     assert 0 < len(cpu.propose(32)) < 32
 
 
@@ -146,11 +148,11 @@ class TopRecorder(RandomTreeDrafter):
         super().reset(prompt)
         self.calls = []
 
-    def observe_top(self, tokens, top):
-        self.calls.append((np.asarray(tokens).tolist(), np.asarray(top).tolist()))
+    def observe_top(self, tokens, top, probs):
+        self.calls.append((np.asarray(tokens).tolist(), np.asarray(top).tolist(), np.asarray(probs)))
 
 
-def test_the_loop_hands_the_drafter_the_top_rows_of_every_verified_token():
+def test_the_loop_hands_the_drafter_the_top_rows_of_every_committed_token():
     target = tiny_llama(vocab_size=32, seed=4)
     prompt = [3, 7, 1, 3, 7, 1, 9, 3, 7]
     truth = prompt + decoding.generate(target, prompt, lookup.create("none"), 30).tokens
@@ -160,16 +162,21 @@ def test_the_loop_hands_the_drafter_the_top_rows_of_every_verified_token():
     seq = prompt + out.tokens
     with torch.no_grad():  # teacher forcing: every position's top-3 in one forward
         logits = target.model(torch.tensor([seq])).logits[0]
-    expected = logits.topk(3, dim=-1).indices[: len(seq) - 1].tolist()  # the last token is never verified
+    probs, ids = torch.softmax(logits, dim=-1).topk(3, dim=-1)
+    expected = ids[: len(seq) - 1].tolist()  # the newest token is never read
     prompt_call, *step_calls = d.calls
     assert len(step_calls) == out.stats.forwards
-    tokens, top = list(prompt_call[0]), list(prompt_call[1])
-    for (call_tokens, call_top), s in zip(step_calls, out.stats.steps):
-        assert len(call_tokens) == s.drafted + 1  # every input of the forward
-        tokens += call_tokens[len(call_tokens) - s.committed :]  # the committed ones come last
-        top += call_top[len(call_top) - s.committed :]
+    tokens, top, p = list(prompt_call[0]), list(prompt_call[1]), [prompt_call[2]]
+    for (call_tokens, call_top, call_probs), s in zip(step_calls, out.stats.steps):
+        assert len(call_tokens) == s.committed  # the committed tokens only, never a rejected node
+        tokens += call_tokens
+        top += call_top
+        p.append(call_probs)
     assert tokens == seq[:-1]
     assert top == expected
+    p = np.concatenate(p)
+    assert p.dtype == np.float16
+    np.testing.assert_allclose(p.astype(np.float32), probs[: len(seq) - 1].numpy(), rtol=2e-3, atol=1e-4)
 
 
 def test_adaptive_passes_the_rows_to_a_wrapped_drafter_that_wants_them():
@@ -177,9 +184,8 @@ def test_adaptive_passes_the_rows_to_a_wrapped_drafter_that_wants_them():
 
     wrapped = lookup.create("adaptive", base="recycling")
     assert wrapped.wants_top == 8 and lookup.create("adaptive").wants_top == 0
-    assert lookup.replayable("adaptive") and not lookup.replayable("recycling")
     wrapped.reset([1, 2])
-    wrapped.observe_top(np.array([1]), np.array([[2, 3, 4, 5, 6, 7, 8, 9]]))
+    wrapped.observe_top(np.array([1]), np.array([[2, 3, 4, 5, 6, 7, 8, 9]]), np.zeros((1, 8), np.float16))
     assert wrapped.base._rows[1].tolist() == [2, 3, 4, 5, 6, 7, 8, 9]
 
 

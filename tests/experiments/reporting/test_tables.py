@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from test_plots import case_row  # tests/experiments/reporting is on sys.path under pytest's default import mode
 
 from experiments.reporting.summary import summarize
-from experiments.reporting.tables import category_tables, fmt, format_profile, method_table, render
+from experiments.reporting.tables import category_tables, describe_profile, fmt, format_profile, method_table, render
 from lookup.cost import CostProfile
 
 
@@ -170,6 +170,14 @@ def test_format_profile_of_a_flat_profile():
         ["9", "4.0", "ms", "(2.00x)"],
     ]
     assert len({len(line) for line in lines}) == 1  # columns line up
+
+
+def test_describe_profile_says_where_when_and_how_noisy():
+    assert describe_profile(CostProfile.flat(8)) == "flat on ideal: measured an unknown date on an unknown machine"
+    p = CostProfile((1,), (1.0,), "m", "cpu", spread=0.031, measured_at="2026-12-01T10:00:00+00:00", host="x, 2 cores",
+                    load_per_core=0.12)
+    assert describe_profile(p) == ("m on cpu: measured 2026-12-01T10:00:00+00:00 on x, 2 cores, repeats spread 3.1%, "
+                                   "load 0.12 per core at the start")
 
 
 def test_format_profile_by_context_with_prefill():

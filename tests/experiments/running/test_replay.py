@@ -1,9 +1,10 @@
-"""Traces: replay through the same loop gives exactly the live greedy run's steps."""
+"""Traces: replay through the same loop gives exactly the live greedy run's steps (and top-k rows)."""
 
 from __future__ import annotations
 
 import gzip
 
+import numpy as np
 import pytest
 from toys import tiny_llama
 
@@ -13,12 +14,15 @@ from decoding.cost import estimated_speedup
 from decoding.generate import StepRecord
 from decoding.trace_target import TraceTarget
 from experiments.benchmarks.traces import TraceCase, append_case, read_cases
+from experiments.running.cases import Case
+from experiments.running.record import record_case
 from experiments.running.replay import replay_case
 from lookup.cost import CostProfile
 from lookup.errors import PLDError
 
 PROMPT = [5, 9, 11, 5, 9, 11, 30, 5, 9, 11, 30, 2, 5, 9]
-DRAFTERS = ["unfold", "suffix-automaton", "voting", "adaptive", "suffix-automaton:min_match=1"]
+DRAFTERS = ["unfold", "suffix-automaton", "voting", "adaptive", "suffix-automaton:min_match=1", "recycling",
+            "adaptive:base=recycling", "recycling:width=3"]
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +31,34 @@ def tiny():
 
 
 def trace_of(target, prompt, n) -> TraceCase:
-    out = decoding.generate(target, prompt, lookup.create("none"), n)
-    return TraceCase("t/0", "test", 1, list(prompt), out.tokens, [s.forward_s for s in out.stats.steps],
-                     target.name, target.vocab_size, sorted(target.eos_token_ids), n)
+    return record_case(target, Case("t/0", "test", 1, list(prompt)), n)
+
+
+class RowSpy(lookup.Drafter):
+    """Drafts what ``base`` drafts; keeps every budget and every top-k row the loop hands it."""
+
+    wants_top = 8
+
+    def __init__(self, base: str = "suffix-automaton") -> None:
+        super().__init__()
+        self.base = lookup.create(base)
+        self.calls: list[tuple[list[int], np.ndarray, np.ndarray]] = []
+        self.budgets: list[int] = []
+
+    def reset(self, prompt):
+        super().reset(prompt)
+        self.base.reset(prompt)
+
+    def extend(self, tokens):
+        super().extend(tokens)
+        self.base.extend(tokens)
+
+    def propose(self, budget):
+        self.budgets.append(budget)
+        return self.base.propose(budget)
+
+    def observe_top(self, tokens, top, probs):
+        self.calls.append((np.asarray(tokens).tolist(), top.copy(), probs.copy()))
 
 
 @pytest.mark.parametrize("spec", DRAFTERS)
@@ -95,24 +124,83 @@ def test_trace_files_append_and_survive_a_cut_tail(tmp_path):
         pass
 
 
-def test_replay_leaves_out_drafters_that_read_the_targets_logits():
+def test_replay_hands_a_drafter_exactly_the_rows_the_live_loop_does(tiny):
+    """Step by step: the same tokens, the same top-8 ids and float16 probabilities, and never the
+    row of the newest committed token (under greedy its top-1 would be the next token)."""
+    trace = trace_of(tiny, PROMPT, 60)
+    live_spy, replay_spy = RowSpy(), RowSpy()
+    live = decoding.generate(tiny, PROMPT, live_spy, 60)
+    replayed = replay_case(trace, replay_spy, CostProfile.flat(64))
+    assert replayed.tokens == live.tokens == trace.output
+    assert len(live_spy.calls) == len(replay_spy.calls) == live.stats.forwards + 1
+    seq = PROMPT + live.tokens
+    seen = 0
+    for (lt, li, lp), (rt, ri, rp) in zip(live_spy.calls, replay_spy.calls):
+        assert lt == rt == seq[seen : seen + len(lt)]
+        seen += len(lt)
+        assert np.array_equal(li, ri)
+        np.testing.assert_allclose(lp.astype(np.float32), rp.astype(np.float32), rtol=1e-2, atol=1e-4)
+        assert lp.dtype == rp.dtype == np.float16
+    assert seen == len(seq) - 1  # every token's row but the newest's
+    rows = np.concatenate([ids for _, ids, _ in replay_spy.calls])
+    assert rows[len(PROMPT) - 1 :, 0].tolist() == live.tokens  # greedy: a row's top-1 is the next token
+
+
+def test_replay_gives_the_budget_a_live_run_had_not_the_traces_length():
+    """A trace that ended at EOS after 3 tokens of 20 allowed: the drafter sees the budget a live
+    run had (19 at the first step), which does not tell it where the answer stops."""
+    case = TraceCase("t/0", "t", 1, [1, 2, 3, 1, 2], [3, 1, 0], [], "toy", 8, [0], 20)
+    spy = RowSpy()
+    spy.wants_top = 0
+    out = replay_case(case, spy, CostProfile.flat(64))
+    assert out.tokens == [3, 1, 0] and out.stop_reason == "eos"
+    assert spy.budgets[0] == 19
+
+
+def test_replay_refuses_top_k_drafters_on_traces_without_rows():
+    from experiments.benchmarks.traces import TraceSet
     from experiments.running.replay import default_specs, replay_rows
 
-    assert "recycling" not in default_specs() and "suffix-automaton" in default_specs()
-    assert not lookup.replayable("recycling") and lookup.replayable("voting")
-    with pytest.raises(PLDError, match="recycling read the target's top-k"):
-        replay_rows([], ["recycling"], progress=False)
+    assert "recycling" in default_specs() and "suffix-automaton" in default_specs()
+    bare = TraceSet(None, "t", [TraceCase("t/0", "t", 1, [1, 2], [3], [], "toy", 8, [0], 1)], CostProfile.flat(64))
+    bare.path = __import__("pathlib").Path("t-n1.jsonl.gz")
+    with pytest.raises(PLDError, match="recycling read the target's top-8; t-n1.jsonl.gz holds no top-k rows"):
+        replay_rows([bare], ["recycling"], progress=False)
 
 
 def test_a_case_recorded_in_two_files_is_refused_not_mixed_up(tmp_path):
     from experiments.benchmarks.traces import load_trace_sets, trace_file
     from experiments.running.replay import ReplayComparison
 
-    case = TraceCase("t/0", "t", 1, [1, 2, 3, 1, 2], [3, 1, 2], [0.01] * 3, "toy", 8, [0], 4)
     for length in (4, 8):
+        case = TraceCase("t/0", "t", 1, [1, 2, 3, 1, length], [3, 1, 2], [0.01] * 3, "toy", 8, [0], 4)
         append_case(trace_file(tmp_path, "t", length), case)
     with pytest.raises(PLDError, match="t/0 is in both t-n4.jsonl.gz and t-n8.jsonl.gz"):
         ReplayComparison(load_trace_sets(tmp_path), ["none"], results_dir=None)
+
+
+def test_a_benchmark_holds_each_prompt_once(tmp_path):
+    """One prompt recorded twice (say at two lengths) would let a drafter that remembers earlier
+    cases replay its own memory of the answer: the loader refuses it."""
+    from experiments.benchmarks.traces import load_trace_sets, trace_file
+
+    for length in (4, 8):
+        case = TraceCase(f"t/{length}", "t", 1, [1, 2, 3, 1, 2], [3, 1, 2], [], "toy", 8, [0], 4)
+        append_case(trace_file(tmp_path, "t", length), case)
+    with pytest.raises(PLDError, match=r"cases t/4 \(t-n4.jsonl.gz\) and t/8 \(t-n8.jsonl.gz\) have the same prompt"):
+        load_trace_sets(tmp_path)
+
+
+def test_a_versioned_benchmark_refuses_edited_traces(tmp_path):
+    from experiments.benchmarks.traces import load_trace_sets, trace_file, write_benchmark
+
+    path = trace_file(tmp_path, "t", 4)
+    append_case(path, TraceCase("t/0", "t", 1, [1, 2, 3], [3, 1, 2], [], "toy", 8, [0], 4))
+    write_benchmark(tmp_path, load_trace_sets(tmp_path))
+    assert load_trace_sets(tmp_path)[0].cases[0].output == [3, 1, 2]
+    append_case(path, TraceCase("t/1", "t", 1, [1, 2, 4], [3, 1, 2], [], "toy", 8, [0], 4))
+    with pytest.raises(PLDError, match="do not match their BENCHMARK.json"):
+        load_trace_sets(tmp_path)
 
 
 def test_a_replay_rerun_appends_nothing_and_a_code_change_replays_again(tmp_path, monkeypatch):

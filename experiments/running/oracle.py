@@ -1,0 +1,134 @@
+"""The lookup oracle: the best any drafter that copies from the context could do on a trace.
+
+    runs = oracle_runs(seq, start)                 # the longest correct run at every position
+    steps = oracle_steps(case, profile)            # drafting exactly that run, every step
+    plan = cost_aware_plan(case, profile)          # the cheapest way through the trace (and its values)
+
+Both oracles know the future, which no drafter does: they bound every lookup drafter from above.
+The cost-aware one also knows the cost of a forward and drafts a prefix of the longest correct
+run (possibly nothing) wherever that makes the whole generation cheapest, so its estimated
+speedup is the ceiling of lookup under a cost profile; :mod:`experiments.running.explain`
+measures a drafter's distance from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from decoding.generate import StepRecord
+from experiments.benchmarks.traces import TraceCase
+from lookup.cost import CostProfile
+
+#: the oracle's longest draft, in tokens
+ORACLE_CAP = 64
+
+
+def sequence_of(case: TraceCase) -> np.ndarray:
+    """Prompt then output, as one id array.  # [P + T] int64"""
+    return np.concatenate([np.asarray(case.prompt, dtype=np.int64), np.asarray(case.output, dtype=np.int64)])
+
+
+def oracle_runs(seq: Sequence[int] | np.ndarray, start: int, cap: int = ORACLE_CAP) -> np.ndarray:
+    """The longest correct lookup run at every context length ``L`` in ``[start, len(seq))``.  # [T-start] int64
+
+    At ``L`` (last token ``seq[L-1]``): the longest run of the true continuation ``seq[L:]`` that
+    follows some earlier occurrence ``j < L-1`` of the last token, ``max_j lcp(seq[j+1:], seq[L:])``
+    -- a run may overlap the future, as a drafter copying its own draft would -- capped at ``cap``
+    and at the tokens left minus one (the target always adds one); 0 when nothing matches.
+
+    Cost: per position, one pass over the earlier tokens, then a shrinking candidate set per
+    matched token: milliseconds for a long trace.
+    """
+    seq = np.asarray(seq, dtype=np.int64)
+    total = len(seq)
+    runs = np.zeros(max(total - int(start), 0), dtype=np.int64)
+    for pos in range(int(start), total):
+        limit = min(cap, total - pos - 1)
+        run = 0
+        if limit > 0 and pos >= 1:
+            cand = np.flatnonzero(seq[: pos - 1] == seq[pos - 1]) + 1  # where each continuation starts
+            while cand.size and run < limit:
+                cand = cand[seq[cand + run] == seq[pos + run]]  # cand + run <= pos - 1 + run < total
+                if cand.size:
+                    run += 1
+        runs[pos - start] = run
+    return runs
+
+
+def oracle_accepts(seq: Sequence[int] | np.ndarray, start: int, cap: int = ORACLE_CAP) -> np.ndarray:
+    """Accepted draft tokens per step of the lookup oracle generating ``seq[start:]``.  # [steps] int64
+
+    Each step drafts the longest correct run (:func:`oracle_runs`), so nothing is wasted and tau is
+    the highest any lookup drafter can reach: how far a step reaches never decreases with the
+    context length, so taking the longest run every time is optimal.
+    """
+    runs = oracle_runs(seq, start, cap)
+    out, pos = [], 0
+    while pos < len(runs):
+        out.append(int(runs[pos]))
+        pos += int(runs[pos]) + 1
+    return np.asarray(out, dtype=np.int64)
+
+
+def oracle_steps(case: TraceCase, profile: CostProfile, cap: int = ORACLE_CAP) -> list[StepRecord]:
+    """The oracle's steps over one trace case: it drafts exactly the run it knows will be accepted."""
+    steps, context = [], len(case.prompt)
+    for a in oracle_accepts(sequence_of(case), len(case.prompt), cap).tolist():
+        steps.append(StepRecord(context, a, a, a + 1, 0.0, profile.cost(a + 1, context)))
+        context += a + 1
+    return steps
+
+
+@dataclass(frozen=True)
+class OraclePlan:
+    """The cost-aware oracle on one trace (decoding phase), position by position.
+
+    ``best[i]``: the least time to generate output tokens ``i..T-1`` (``best[T] = 0``);
+    ``choice[i]``: the accepted run its step at ``i`` drafts (0 = no draft); ``runs[i]``: the longest
+    correct run at ``i``; ``plain``: plain decoding's time for the whole output.
+    """
+
+    runs: np.ndarray  # [T] int64
+    best: np.ndarray  # [T + 1] float64, seconds
+    choice: np.ndarray  # [T] int64
+    plain: float
+    start: int  # prompt length: output position i sits at context start + i
+
+    @property
+    def seconds(self) -> float:
+        return float(self.best[0]) if len(self.best) else 0.0
+
+
+def cost_aware_plan(case: TraceCase, profile: CostProfile, cap: int = ORACLE_CAP) -> OraclePlan:
+    """Dynamic programming over output positions: at each, draft a prefix of the longest correct
+    run (0..runs[i] tokens accepted), paying the cheapest forward over at least that many + 1
+    tokens (a drafter may draft more than is accepted), whichever makes the rest cheapest."""
+    start = len(case.prompt)
+    runs = oracle_runs(sequence_of(case), start, cap)
+    n = len(runs)
+    best = np.zeros(n + 1)
+    choice = np.zeros(n, dtype=np.int64)
+    plain = 0.0
+    for pos in range(n - 1, -1, -1):
+        costs = np.array([profile.cost(m, start + pos) for m in range(1, cap + 2)])
+        cheapest = np.minimum.accumulate(costs[::-1])[::-1]  # [cap+1]: cheapest[k] = min cost over >= k+1 tokens
+        k = np.arange(int(runs[pos]) + 1)
+        totals = cheapest[k] + best[pos + k + 1]
+        choice[pos] = int(np.argmin(totals))
+        best[pos] = float(totals[choice[pos]])
+        plain += costs[0]
+    return OraclePlan(runs, best, choice, plain, start)
+
+
+def cost_aware_oracle_times(case: TraceCase, profile: CostProfile, cap: int = ORACLE_CAP) -> tuple[float, float]:
+    """(plain decoding's seconds, the best run's seconds) of the cost-aware oracle under ``profile``
+    (decoding phase): the estimated-speedup ceiling of lookup is their ratio.
+
+    On a CPU, where verifying 2 tokens costs well over one plain step, drafting every 1-token run loses
+    time; this oracle skips those, so its speedup bounds every lookup drafter's under ``profile``.
+    """
+    plan = cost_aware_plan(case, profile, cap)
+    return plan.plain, plan.seconds

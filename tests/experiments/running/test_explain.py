@@ -1,0 +1,70 @@
+"""The oracle-gap decomposition: its parts add up to the gap, on any trace and any drafter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lookup
+from decoding.cost import estimated_times
+from experiments.benchmarks.traces import TraceCase, TraceSet
+from experiments.running.explain import PARTS, explain, explain_case
+from experiments.running.oracle import cost_aware_oracle_times, cost_aware_plan
+from experiments.running.replay import replay_case
+from lookup.cost import CPU_SMOLLM2, CostProfile
+
+LOOKUP = ["unfold", "suffix-automaton", "voting", "adaptive", "none"]
+
+
+def case_of(seq: list[int], start: int) -> TraceCase:
+    return TraceCase("t/0", "t", 1, seq[:start], seq[start:], [], "toy", 16, [], len(seq) - start)
+
+
+sequences = st.lists(st.integers(0, 5), min_size=4, max_size=120).filter(lambda s: len(s) >= 4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seq=sequences, split=st.floats(0.1, 0.9), drafter=st.sampled_from(LOOKUP),
+       profile=st.sampled_from([CPU_SMOLLM2, CostProfile.flat(64)]))
+def test_the_parts_add_up_to_the_gap_and_lookup_never_beats_the_oracle(seq, split, drafter, profile):
+    case = case_of(seq, max(1, min(len(seq) - 1, int(len(seq) * split))))
+    result = replay_case(case, lookup.create(drafter), profile)
+    loss = explain_case(case, result, profile)
+    assert sum(loss.parts.values()) == pytest.approx(loss.gap, abs=1e-9)
+    # the run is priced as the board prices it (decoding phase, the drafter's own time included)
+    plain, spent = estimated_times(result.stats.steps, profile, with_prefill=False)
+    assert loss.run == pytest.approx(spent) and loss.plain == pytest.approx(plain)
+    assert (loss.plain, loss.oracle) == pytest.approx(cost_aware_oracle_times(case, profile))
+    # a drafter that copies from the context reaches no further than the oracle's runs
+    assert loss.parts["beyond"] == 0
+    assert all(loss.parts[p] >= -1e-12 for p in PARTS)
+    assert loss.run - loss.parts["drafter"] >= loss.oracle - 1e-12
+
+
+def test_plain_decoding_loses_only_by_missing():
+    case = case_of([1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4], 6)
+    loss = explain_case(case, replay_case(case, lookup.create("none"), CPU_SMOLLM2), CPU_SMOLLM2)
+    assert loss.gap > 0 and loss.parts["missed"] == pytest.approx(loss.gap - loss.parts["drafter"])
+    assert all(loss.parts[p] == 0 for p in ("wrong", "short", "long", "beyond"))
+
+
+def test_the_plan_drafts_only_correct_runs_and_finishes_at_zero():
+    case = case_of([1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4, 9, 9, 1, 2, 3, 4], 5)
+    plan = cost_aware_plan(case, CostProfile.flat(64))
+    assert plan.best[-1] == 0 and (plan.choice <= plan.runs).all()
+    assert np.all(np.diff(plan.best) <= 0)  # less left to generate is never dearer
+
+
+def test_explain_pools_groups_and_all():
+    cases = [TraceCase(f"c/{i}", "code", 1, [1, 2, 3, 1, 2, i + 5], [3, 1, 2, 3], [], "toy", 16, [], 4)
+             for i in range(3)]
+    cases += [TraceCase("m/0#2", "chat", 2, [4, 5, 6, 4, 5], [6, 4, 5], [], "toy", 16, [], 3)]
+    sets = [TraceSet(None, "t", cases, CPU_SMOLLM2)]
+    by_group = explain(sets, "suffix-automaton")
+    assert list(by_group) == ["chat (turn 2)", "code", "(all)"]
+    assert by_group["(all)"].cases == 4 and by_group["code"].cases == 3
+    pooled = by_group["(all)"]
+    assert pooled.gap == pytest.approx(by_group["code"].gap + by_group["chat (turn 2)"].gap)
+    assert sum(pooled.parts.values()) == pytest.approx(pooled.gap)
