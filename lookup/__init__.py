@@ -5,11 +5,11 @@ Importing this package registers the built-in drafters.
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.errors import PLDError
-from lookup.registry import (UnknownDrafterError, available, builtin_names, create, get, register, replayable,
+from lookup.registry import (UnknownDrafterError, available, builtin_names, create, get, register,
                              unknown_name)
 
 # Built-in drafters register themselves on import.
-from lookup import adaptive, baseline, recycling, suffix_automaton, unfold, voting  # noqa: E402,F401  isort: skip
+from lookup import adaptive, baseline, peers, recycling, suffix_automaton, unfold, voting  # noqa: E402,F401  isort: skip
 
 __all__ = [
     "Draft",
@@ -22,6 +22,5 @@ __all__ = [
     "create",
     "get",
     "register",
-    "replayable",
     "unknown_name",
 ]

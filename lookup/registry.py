@@ -11,6 +11,9 @@ from lookup.errors import PLDError
 from lookup.files import drafter_class_in, file_drafter_name, is_drafter_file
 
 ENTRY_POINT_GROUP = "pld_lab.drafters"
+#: names of the peers (other systems' lookup functions, ``lookup.peers``) start with this; the
+#: colon is part of the name, and ``lookup.specs.parse_spec`` keeps it there
+PEER_PREFIX = "peer:"
 
 _REGISTRY: dict[str, type[Drafter]] = {}
 T = TypeVar("T", bound=type[Drafter])
@@ -67,10 +70,11 @@ def _load_entry_points() -> None:
             register(ep.name)(cls)
 
 
-def available() -> list[str]:
-    """Names of all registered drafters, plug-ins included, sorted."""
+def available(peers: bool = True) -> list[str]:
+    """Names of all registered drafters, plug-ins included, sorted; ``peers=False`` leaves out the
+    peers' lookup functions (``peer:...``), which tools compare only when asked to."""
     _load_entry_points()
-    return sorted(_REGISTRY)
+    return sorted(name for name in _REGISTRY if peers or not name.startswith(PEER_PREFIX))
 
 
 def get(name: str) -> type[Drafter]:
@@ -97,20 +101,8 @@ def create(name: str, **params) -> Drafter:
         raise TypeError(f"drafter {name!r}: {exc}") from None
 
 
-def replayable(name: str, **params) -> bool:
-    """Whether a recorded greedy trace can stand in for the target with this drafter: not for
-    drafters that read the target's top-k (``wants_top``), since a trace holds argmaxes only.
-
-    Without ``params`` this reads the class's ``wants_top``, which is by contract what
-    ``create(name)`` wants (the contract suite checks it), so nothing is built. With ``params``
-    it asks the drafter ``create(name, **params)`` would build (``adaptive:base=recycling``
-    wants rows, plain ``adaptive`` does not).
-    """
-    if not params:
-        return get(name).wants_top == 0
-    return create(name, **params).wants_top == 0
-
-
 def builtin_names() -> list[str]:
-    """The drafters that ship with pld-lab (not plug-ins, not drafter files), sorted."""
-    return sorted(name for name, cls in _REGISTRY.items() if cls.__module__.split(".")[0] == "lookup")
+    """Our drafters that ship with pld-lab (not plug-ins, not drafter files, not the peers of
+    ``lookup.peers``, which ``lookup.peers.names()`` lists), sorted."""
+    return sorted(name for name, cls in _REGISTRY.items()
+                  if cls.__module__.split(".")[0] == "lookup" and not name.startswith(PEER_PREFIX))

@@ -1,5 +1,8 @@
 """Drafter specs on the command line: ``"name:key=value:key=value"`` -> ``(name, params)``.
 
+A name may start with a namespace (``peer:vllm-ngram:prompt_lookup_max=3`` names the drafter
+``peer:vllm-ngram``): the part after ``peer:`` belongs to the name.
+
 Values are Python literals (``max_tokens=8``, ``length_rule=(2, 2)``,
 ``base_params={'tree': True}``) and may hold separators inside brackets or quotes. ``true``,
 ``false``, ``none`` and ``null``, in any case and also inside containers, read as ``True``,
@@ -12,6 +15,10 @@ from __future__ import annotations
 import ast
 
 from lookup.errors import PLDError
+from lookup.registry import PEER_PREFIX
+
+#: name prefixes that contain the separator: ``peer`` + ``:`` + the rest of the name
+NAMESPACES = (PEER_PREFIX[:-1],)
 
 _KEYWORDS = {"true": True, "false": False, "none": None, "null": None}
 _OPEN, _CLOSE, _QUOTES = "([{", ")]}", "'\""
@@ -75,10 +82,15 @@ def parse_value(text: str) -> object:
 def parse_spec(spec: str) -> tuple[str, dict]:
     """``"name:key=value:key=value"`` -> ``(name, {key: value, ...})``, values by :func:`parse_value`.
 
+    A name in a namespace keeps its prefix: ``"peer:vllm-ngram:k=1"`` -> ``("peer:vllm-ngram", {"k": 1})``.
     Raises :class:`PLDError` for an empty name, a pair without ``=``, a key that is not an
     identifier, and a key given twice.
     """
     name, *pairs = (part.strip() for part in split_top_level(spec, ":"))
+    if name in NAMESPACES:
+        if not pairs or not pairs[0] or "=" in pairs[0]:
+            raise PLDError(f"no name after {name + ':'!r} in {spec!r}: write {name}:name:key=value")
+        name = f"{name}:{pairs.pop(0)}"
     if not name:
         raise PLDError(f"no name in {spec!r}: write name:key=value")
     params: dict = {}

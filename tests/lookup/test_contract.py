@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lookup
+import lookup.peers  # noqa: F401  the peers register on import (until `import lookup` imports them)
 from lookup import EMPTY_DRAFT, Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
 
@@ -40,7 +41,18 @@ VARIANTS: dict[str, Callable[[], Drafter]] = {
     "recycling[no lookup]": lambda: lookup.create("recycling", base=None),
     "recycling[flat profile]": lambda: lookup.create("recycling", profile=CostProfile.flat(64)),
     "recycling[cpu profile,width=3]": lambda: lookup.create("recycling", profile=CPU_SMOLLM2, width=3, decay=0.5),
+    "peer:suffix-decoding[tree]": lambda: lookup.create("peer:suffix-decoding", use_tree_spec=True),
+    "peer:sglang-ngram[PROB]": lambda: lookup.create("peer:sglang-ngram", match_type="PROB"),
+    "peer:vllm-ngram[min=1]": lambda: lookup.create("peer:vllm-ngram", prompt_lookup_min=1),
 }
+
+# Peers (lookup.peers) follow other systems' code, and two of them break a rule of ours by design;
+# each exemption says why, and the rest of the contract still holds for them.
+#: drafters whose paths need not be runs of the context (each token still comes from it)
+NOT_RUNS = {"peer:llamacpp-lookup": "llama.cpp chains n-gram statistics: each token follows some n-gram of "
+                                    "context + draft, the chain as a whole need not occur"}
+#: drafters that learn once per step, so that reset(a + b) is not reset(a); extend(b)
+STEP_DEPENDENT = {"peer:sglang-ngram": "SGLang inserts the last window into its trie after each step, never the prompt"}
 
 CASES: dict[str, Callable[[], Drafter]] = {
     **{name: FACTORIES.get(name, lambda name=name: lookup.create(name)) for name in lookup.available()},
@@ -50,6 +62,10 @@ CASES: dict[str, Callable[[], Drafter]] = {
 
 @pytest.fixture(params=sorted(CASES), scope="module")
 def make(request) -> Callable[[], Drafter]:
+    try:
+        CASES[request.param]()
+    except lookup.PLDError as exc:  # an optional dependency is missing: the drafter is left out
+        pytest.skip(str(exc))
     return CASES[request.param]
 
 
@@ -57,6 +73,15 @@ def make(request) -> Callable[[], Drafter]:
 def name(request) -> str:
     """A registered name (class-level rules)."""
     return request.param
+
+
+def built(name: str) -> bool:
+    """Whether the default drafter of ``name`` can be built (False: an optional dependency is missing)."""
+    try:
+        CASES[name]()
+    except lookup.PLDError:
+        return False
+    return True
 
 
 def test_every_registered_name_is_covered():
@@ -91,14 +116,18 @@ def same(a: Draft, b: Draft) -> bool:
     return a.tokens.tolist() == b.tokens.tolist() and pa == pb
 
 
-def check_wellformed(draft: Draft, budget: int, context: list[int] | None) -> None:
-    """A valid draft within budget; with ``context``, every path is a run of it (lookup only)."""
+def check_wellformed(draft: Draft, budget: int, context: list[int] | None, runs: bool = True) -> None:
+    """A valid draft within budget; with ``context``, every path is a run of it (lookup only), or
+    without ``runs`` (``NOT_RUNS``) every token is one of its tokens."""
     assert isinstance(draft, Draft)
     assert len(draft) <= max(budget, 0)
     assert draft.problem() is None
     assert draft.tokens.dtype == np.int64
     for path in paths(draft) if context is not None else []:
-        assert occurs_contiguously(path, context), f"{path} is not a run of the context"
+        if runs:
+            assert occurs_contiguously(path, context), f"{path} is not a run of the context"
+        else:
+            assert set(path) <= set(context), f"{path} has tokens that are not in the context"
 
 
 def check_match_length(d: Drafter, context: list[int]) -> None:
@@ -125,13 +154,15 @@ def test_propose_is_pure_and_wellformed(make, prompt, steps, budget):
         check_match_length(probed, context)
         assert same(first, second)
         assert same(first, quiet.propose(budget))
-        check_wellformed(first, budget, context)
+        check_wellformed(first, budget, context, runs=probed.name not in NOT_RUNS)
 
 
 @settings(max_examples=40, deadline=None)
 @given(a=token_lists, b=token_lists, budget=budgets)
 def test_reset_all_at_once_equals_reset_then_extend(make, a, b, budget):
     whole, parts = make(), make()
+    if whole.name in STEP_DEPENDENT:
+        pytest.skip(STEP_DEPENDENT[whole.name])
     whole.reset(a + b)
     parts.reset(a)
     parts.extend(b)
@@ -154,9 +185,9 @@ def test_tiny_prompts(make, prompt):
     d = make()
     d.reset(prompt)
     for budget in (0, 1, 8):
-        check_wellformed(d.propose(budget), budget, prompt)
+        check_wellformed(d.propose(budget), budget, prompt, runs=d.name not in NOT_RUNS)
     d.extend([TOP_ID])
-    check_wellformed(d.propose(4), 4, prompt + [TOP_ID])
+    check_wellformed(d.propose(4), 4, prompt + [TOP_ID], runs=d.name not in NOT_RUNS)
 
 
 def test_top_ids_are_proposed(make):
@@ -165,7 +196,7 @@ def test_top_ids_are_proposed(make):
     context = [TOP_ID, TOP_ID - 1, 5, TOP_ID, TOP_ID - 1, 5, TOP_ID, TOP_ID - 1, 5] * 3 + [TOP_ID, TOP_ID - 1]
     d.reset(context)
     draft = d.propose(4)
-    check_wellformed(draft, 4, context)
+    check_wellformed(draft, 4, context, runs=d.name not in NOT_RUNS)
     if len(draft):
         assert set(draft.tokens.tolist()) <= {TOP_ID, TOP_ID - 1, 5}
 
@@ -234,7 +265,8 @@ def accepted_nodes(draft: Draft, truth: list[int]) -> list[int]:
 def feed_top(d: Drafter, tokens: list[int]) -> None:
     if d.wants_top and tokens:
         top = np.array([row(t, d.wants_top) for t in tokens], dtype=np.int64).reshape(len(tokens), d.wants_top)
-        d.observe_top(np.asarray(tokens, dtype=np.int64), top)
+        probs = np.full(top.shape, 1.0 / d.wants_top, dtype=np.float16)
+        d.observe_top(np.asarray(tokens, dtype=np.int64), top, probs)
 
 
 def simulate(d: Drafter, prompt: list[int], truth: list[int], budget: int, probe: bool = False) -> list[Draft]:
@@ -258,7 +290,7 @@ def simulate(d: Drafter, prompt: list[int], truth: list[int], budget: int, probe
                 assert same(draft, d.propose(budget)), "a second propose with the same budget differs"
         else:
             draft = EMPTY_DRAFT
-        check_wellformed(draft, budget, None if wants_top else context)
+        check_wellformed(draft, budget, None if wants_top else context, runs=d.name not in NOT_RUNS)
         drafts.append(draft)
         path = accepted_nodes(draft, truth[pos:])[: len(truth) - pos - 1]  # the target adds one token
         committed = truth[pos : pos + len(path) + 1]
@@ -312,7 +344,7 @@ def test_default_observe_and_observe_top_do_nothing():
     d = Plain()
     d.reset([1, 2])
     d.observe(EMPTY_DRAFT, 0)
-    d.observe_top(np.array([1]), np.zeros((1, 0), dtype=np.int64))
+    d.observe_top(np.array([1]), np.zeros((1, 0), dtype=np.int64), np.zeros((1, 0), dtype=np.float16))
     assert d.context == [1, 2] and d.match_length() is None and d.wants_top == 0 and not d.uses_profile
 
 
@@ -331,18 +363,19 @@ def test_wants_top_is_a_fixed_non_negative_int(make):
 
 
 def test_class_wants_top_is_what_the_default_instance_wants(name):
-    """``lookup.replayable(name)`` reads the class value: it must describe ``create(name)``."""
+    """Tools read the class value without building a drafter: it must describe ``create(name)``."""
     if name in FACTORIES:
         pytest.skip("needs constructor arguments: no default instance")
+    if name not in CASES or not built(name):
+        pytest.skip(f"{name} cannot be built here")
     cls = lookup.get(name)
     assert isinstance(cls.wants_top, int) and cls.wants_top >= 0
     assert lookup.create(name).wants_top == cls.wants_top
-    assert lookup.replayable(name) == (cls.wants_top == 0)
 
 
-def test_replayable_with_params_asks_the_instance():
-    assert lookup.replayable("adaptive") and not lookup.replayable("adaptive", base="recycling")
-    assert not lookup.replayable("recycling") and not lookup.replayable("recycling", width=2)
+def test_wants_top_of_a_wrapper_is_its_base_s():
+    assert lookup.create("adaptive").wants_top == 0 and lookup.create("adaptive", base="recycling").wants_top == 8
+    assert lookup.create("recycling", width=2).wants_top == 2
 
 
 def test_uses_profile_exactly_when_the_constructor_takes_a_profile(name):

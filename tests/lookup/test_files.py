@@ -41,7 +41,7 @@ def test_the_leaf_drafter_is_found_and_built_by_name_with_parameters(tmp_path):
     drafter = lookup.create(str(path), max_tokens=3)
     drafter.reset([4, 7])
     assert drafter.propose(8).tokens.tolist() == [7, 7, 7]
-    assert drafter.name == "mine" and lookup.replayable(str(path))
+    assert drafter.name == "mine" and lookup.get(str(path)).wants_top == 0
 
 
 def test_an_edited_file_gives_the_new_class(tmp_path):

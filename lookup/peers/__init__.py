@@ -1,0 +1,30 @@
+"""The peers: other systems' own lookup functions, as drafters named ``peer:...``.
+
+Each module follows one peer's code at a stated release (its docstring names the files) with the
+peer's default settings, and is tested against the original (``tests/lookup/peers``); what each
+one does and how it was checked is in ``docs/peers.md``.
+
+=========================  ==============================================================
+``peer:hf-prompt-lookup``  transformers' ``PromptLookupCandidateGenerator`` (its own code)
+``peer:vllm-ngram``        vLLM's ``ngram`` proposer (its numba kernel, ported)
+``peer:llamacpp-lookup``   llama.cpp's n-gram cache (``llama-lookup``), ported
+``peer:sglang-ngram``      SGLang's ``NGRAM`` trie, ported; drafts trees
+``peer:suffix-decoding``   SuffixDecoding (ArcticInference, vLLM ``suffix``), ported
+``peer:sam-decoding``      SAM-Decoding's dynamic suffix automaton, ported
+=========================  ==============================================================
+
+Peers are not among :func:`lookup.builtin_names` (those are ours); :func:`names` lists them.
+Importing this package registers them; it loads neither torch nor transformers (the
+transformers peer imports them when it is built).
+"""
+
+from __future__ import annotations
+
+from lookup.peers import (hf_prompt_lookup, llamacpp_lookup, sam_decoding, sglang_ngram,  # noqa: F401
+                          suffix_decoding, vllm_ngram)
+from lookup.registry import PEER_PREFIX, available
+
+
+def names() -> list[str]:
+    """The registered peer drafters (``peer:...``), sorted."""
+    return [name for name in available() if name.startswith(PEER_PREFIX)]
