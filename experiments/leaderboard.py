@@ -29,13 +29,15 @@ from experiments.cli import guarded, quiet_libraries  # noqa: E402
 import decoding  # noqa: E402
 from experiments.benchmarks.traces import default_folder, load_trace_sets  # noqa: E402
 from experiments.competition.board import DEFAULT_BOARD, Board, ranked  # noqa: E402
-from experiments.competition.entries import (check_name, ensure_oracle, one_line, run_baselines,  # noqa: E402
+from experiments.competition.entries import (check_name, ensure_oracle, one_line, run_baselines, run_peers,  # noqa: E402
                                              run_examples, run_submission, verify_entries, verify_prompts)
-from experiments.competition.render import text_board, write_outputs  # noqa: E402
+from experiments.competition.render import entry_details, text_board, write_outputs  # noqa: E402
 from experiments.competition.sandbox import Limits, Submission  # noqa: E402
 from experiments.competition.scoring import benchmark_info  # noqa: E402
+from experiments.competition.text import clean  # noqa: E402
 from experiments.reporting.summary import oracle_gain  # noqa: E402
 from lookup.errors import PLDError  # noqa: E402
+from lookup.registry import unknown_name  # noqa: E402
 
 
 # -- CLI --------------------------------------------------------------------------------------------------
@@ -52,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--propose-ms", type=float, default=50.0, help="limit per propose/extend/observe call (50)")
         q.add_argument("--total-s", type=float, default=300.0, help="limit for the whole replay (300)")
         q.add_argument("--memory-gb", type=float, default=2.0, help="address-space limit of the process (2)")
-        q.add_argument("--no-landlock", action="store_true", help="audit hook only (for kernels where Landlock misbehaves)")
+        q.add_argument("--no-landlock", action="store_true", help="no Landlock layer (for kernels where it misbehaves)")
+        q.add_argument("--require-isolation", action="store_true",
+                       help="refuse to run an entry without full isolation (bubblewrap and seccomp)")
 
     s = sub.add_parser("submit", help="evaluate a submission and record it on the board")
     s.add_argument("file", nargs="?", help="a .py file that defines one Drafter subclass")
@@ -62,13 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
     common(s)
     limits(s)
 
-    sh = sub.add_parser("show", help="print the board of a benchmark")
+    sh = sub.add_parser("show", help="print the board of a benchmark (or one entry of it, in detail)")
+    sh.add_argument("name", nargs="?", default=None,
+                    help="an entry: its scores per group and where it loses time against the oracle")
     sh.add_argument("--benchmark", default=None, help="a benchmark hash (or its prefix); default: the current traces'")
     common(sh)
 
     b = sub.add_parser("build", help="score the baselines and the oracle, write LEADERBOARD.md, leaderboard.json, index.html")
     b.add_argument("--examples", action="store_true", help="also (re)submit the example submissions in experiments/competition/submissions/")
     b.add_argument("--rerun", action="store_true", help="re-evaluate baselines (and examples) already on the board")
+    b.add_argument("--no-peers", action="store_true", help="leave the peers' lookup functions (docs/peers.md) out")
     b.add_argument("--wandb", default="off", help="log the board as a W&B table: online, offline or off (default off)")
     b.add_argument("--verify", action="store_true", help="rerun the top entries live on the embedded model")
     b.add_argument("--verify-top", type=int, default=3)
@@ -112,7 +119,8 @@ def cmd_submit(args, board: Board) -> int:
     check_name(submission.name, "submission")
     limits = _limits(args)
     sets, info = _benchmark(args)
-    entry = run_submission(board, submission, sets, info, "submission", limits, not args.no_landlock)
+    entry = run_submission(board, submission, sets, info, "submission", limits, not args.no_landlock,
+                           args.require_isolation)
     oracle = ensure_oracle(board, sets, info)
     print(one_line(entry))
     if entry["status"] == "ok":
@@ -148,7 +156,14 @@ def cmd_show(args, board: Board) -> int:
     entries = board.entries(bench)
     if not entries:
         raise PLDError(f"nothing on the board for benchmark {bench}; run `python experiments/leaderboard.py build`")
-    print(text_board(entries, info))
+    if args.name is None:
+        print(text_board(entries, info))
+        return 0
+    named = [e for e in entries if e.get("name") == args.name]
+    if not named:
+        raise PLDError(unknown_name("entry", args.name, [str(e.get("name")) for e in entries])
+                       + f" (on benchmark {bench})")
+    print(entry_details(named[0], [e for e in entries if e.get("kind") == "oracle"], info))
     return 0
 
 
@@ -173,9 +188,12 @@ def cmd_build(args, board: Board) -> int:
     oracle = ensure_oracle(board, sets, info)
     print(f"benchmark {info['hash']}: {info['cases']} cases, {info['tokens']:,} tokens in {info['folder']}")
     print(one_line(oracle))
-    run_baselines(board, sets, info, limits, rerun=args.rerun, landlock=landlock)
+    strict = args.require_isolation
+    run_baselines(board, sets, info, limits, rerun=args.rerun, landlock=landlock, require_isolation=strict)
+    if not args.no_peers:
+        run_peers(board, sets, info, limits, rerun=args.rerun, landlock=landlock, require_isolation=strict)
     if args.examples:
-        run_examples(board, sets, info, limits, rerun=args.rerun, landlock=landlock)
+        run_examples(board, sets, info, limits, rerun=args.rerun, landlock=landlock, require_isolation=strict)
     if args.verify:
         _verify(args, board, sets, info, limits, landlock)
     paths = write_outputs(board.entries(info["hash"]), info, board.folder, wandb_mode=args.wandb)
@@ -191,16 +209,17 @@ def _verify(args, board: Board, sets, info: dict, limits, landlock: bool) -> Non
     top = ok[: args.verify_top]
     target = decoding.load_model()
     prompts = verify_prompts(sets, args.verify_prompts)
-    results = verify_entries(top, target, prompts, args.verify_tokens, limits, [board.folder], landlock)
+    results = verify_entries(top, target, prompts, args.verify_tokens, limits, [board.folder], landlock,
+                             args.require_isolation)
     with board.editing() as data:
         for e in data["entries"]:
             if e.get("benchmark") == info["hash"] and e["name"] in results:
                 e["verify"] = results[e["name"]]
     for name, r in results.items():
         if "speedup" in r:
-            print(f"verify {name}: measured {r['speedup']:.2f}x over none, identical output: {r['identical']}")
+            print(f"verify {clean(name, 48)}: measured {r['speedup']:.2f}x over none, identical output: {r['identical']}")
         else:
-            print(f"verify {name}: {r.get('failed') or r.get('skipped')}")
+            print(f"verify {clean(name, 48)}: {clean(r.get('failed') or r.get('skipped'), 500)}")
 
 
 COMMANDS = {"submit": cmd_submit, "show": cmd_show, "build": cmd_build}

@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from experiments.benchmarks.paths import ROOT
 from lookup.errors import PLDError
 
-ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BOARD = ROOT / "leaderboard"
 BOARD_FILE = "board.json"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,47}")

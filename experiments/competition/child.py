@@ -1,55 +1,62 @@
 """The child side of the leaderboard sandbox: one submission, one process, one pipe.
 
-The parent (:mod:`experiments.competition.sandbox`) starts this file as ``python -I -B child.py FD`` in
-an empty temp dir, with HOME and PLD_LAB_CACHE pointing into that dir and nothing else in the
-environment. It never imports ``experiments`` or ``decoding``: the child holds no trace, no target
-and no path to either; it learns committed tokens only, from the parent, as they are committed.
+The parent (:mod:`experiments.competition.sandbox`) starts this file as ``python -I -B child.py FD``
+-- inside bubblewrap where the machine allows it -- in an empty scratch dir, with HOME and
+PLD_LAB_CACHE pointing into it and nothing else in the environment. It never imports
+``experiments`` or ``decoding``: the child holds no trace, no target and no path to either; it
+learns committed tokens (and, for a drafter that wants them, the target's top-k rows of committed
+tokens) only from the parent, as they are committed.
 
 Start-up, in this order (untrusted code runs only after the last step):
 
-1. resource limits (address space, file size, CPU time, no core files);
-2. imports of numpy and ``lookup`` (from the parent's own checkout), and the built-in kernels warmed;
-3. Landlock (Linux >= 5.13), where the kernel offers it: from here on the kernel lets this process
-   read only the Python installation, ``lookup`` and the submission file, write only its temp dir,
-   make no TCP connection and signal or trace no process outside the sandbox -- ctypes included;
+1. resource limits (address space, file size, open files, CPU time, no core files);
+2. imports of numpy and ``lookup`` (from the parent's own checkout);
+3. the kernel's layers (``confine.py``): Landlock where the kernel offers it, then a seccomp filter;
 4. an audit hook (``sys.addaudithook``) that refuses, with a PermissionError the submission can
    catch, the same file access plus sockets, new processes, signals to other processes,
-   ``ctypes`` loading of foreign libraries and replacing a function's code. Refusals are counted
-   and reported to the parent. On its own (no Landlock) the hook is best effort;
-5. the submission is loaded, one drafter is built and warmed up on a synthetic sequence.
+   ``ctypes`` loading of foreign libraries and replacing a function's code. Each refusal is
+   written at once to a pipe only the parent reads, so no later code can take one back;
+5. the child tells the parent which layers hold (before any submitted code has run, so that
+   report is true), answers the parent's calibration steps (a built-in no-op drafter: what the
+   protocol itself costs), then loads the submission and warms one instance up.
 
-Protocol. Parent -> child: pickled tuples (the child trusts its parent). Child -> parent: bytes that
-the parent parses without pickle (a submission must not be able to run code in the parent):
-``b"J" + JSON`` for acknowledgements and errors, ``b"D" + header + timings + tokens [+ parents]``
-for a draft.
+Protocol. Parent -> child: pickled tuples (the child trusts its parent). Child -> parent: bytes the
+parent parses without pickle, bounded and validated (a submission must not be able to run code in,
+crash or silence the parent): ``b"J" + JSON`` for the start-up reports and errors, ``b"R"`` for a
+finished reset, ``b"D" + header + tokens [+ parents]`` for a draft. The child reports no times:
+the parent measures them, from the child's CPU clock.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import struct
 import sys
 import time
 
-#: b"D" header: tokens, parents (-1 = a chain), event timings that follow, propose wall s, propose CPU s
-DRAFT_HEADER = struct.Struct("<iiidd")
-
-#: the rights Landlock knows, by ABI version (bits of landlock.h)
-_FS_READ = (1 << 2) | (1 << 3)  # READ_FILE | READ_DIR
-_FS_FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)  # the rights a rule on a file may hold
+#: b"D" header: tokens, parents (-1 = a chain)
+DRAFT_HEADER = struct.Struct("<ii")
+#: the whole answer to a reset
+RESET_DONE = b"R"
+#: exit status of a child whose refusal channel was closed or replaced under it
+EXIT_TAMPERED = 86
+#: longest refused-operation line the audit hook writes
+REFUSAL_CHARS = 300
+#: the calibration drafter's draft (what a typical step's answer carries)
+CALIBRATION_DRAFT = tuple(range(1, 9))
 
 #: flags of an open() that writes
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
-#: libc names a foreign-library lookup may not ask for (the audit layer; Landlock makes them moot)
+#: libc names a foreign-library lookup may not ask for (the audit layer; seccomp and Landlock make them moot)
 DENIED_SYMBOLS = frozenset(
     "open open64 openat openat64 openat2 creat creat64 fopen fopen64 freopen freopen64 opendir fdopendir "
     "syscall execve execv execvp execvpe execl execlp execle fexecve system popen fork vfork clone clone3 "
     "posix_spawn posix_spawnp kill tgkill killpg ptrace process_vm_readv process_vm_writev socket connect "
     "bind dlopen dlmopen dlsym dlvsym link linkat symlink symlinkat rename renameat renameat2 unlink "
-    "unlinkat mount umount umount2 unshare setns prctl chroot name_to_handle_at open_by_handle_at".split()
+    "unlinkat mount umount umount2 unshare setns prctl chroot name_to_handle_at open_by_handle_at "
+    "memfd_create shm_open".split()
 )
 
 #: events refused whatever their arguments
@@ -68,30 +75,6 @@ _HANDLED = frozenset(
     {"open", "import", "os.kill", "os.killpg", "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle",
      "object.__setattr__"} | _ALWAYS_REFUSED | _READ_EVENTS | _WRITE_EVENTS
 )
-
-
-# -- the roots a submission may read --------------------------------------------------------------
-def read_roots(lookup_dir: str, extra: tuple[str, ...] = ()) -> list[str]:
-    """Folders (or files) the child may read: the Python installation, system libraries, ``lookup``.
-
-    The parent calls this too, to check that no trace folder lies under one of them.
-    """
-    import sysconfig
-
-    paths = sysconfig.get_paths()
-    roots = [paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
-    roots += [p for p in sys.path if p and "site-packages" in p]
-    roots += ["/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/zoneinfo", lookup_dir, *extra]
-    # the interpreter's own search path (python3X.zip is listed even where it does not exist)
-    prefixes = (sys.prefix, sys.base_prefix)
-    roots += [p for p in sys.path if p and p.startswith(prefixes)]
-    out: list[str] = []
-    for root in roots:
-        if root and (os.path.exists(root) or root.startswith(prefixes)):
-            real = os.path.realpath(root)
-            if real not in out:
-                out.append(real)
-    return out
 
 
 # -- the audit hook ---------------------------------------------------------------------------------
@@ -147,14 +130,29 @@ def _under(path, roots) -> bool:
     return False
 
 
+def _record(channel, what) -> None:
+    """Write one refused operation to the parent's channel, at once; a channel that is gone or
+    replaced means the submission tampered with it: the process ends (the parent says why)."""
+    fd, ident, fstat, write, exit_, tampered, chars, blocked, os_error = channel
+    try:
+        st = fstat(fd)
+        if (st.st_dev, st.st_ino) != ident:
+            exit_(tampered)
+        write(fd, (what[:chars].replace("\n", " ") + "\n").encode("utf-8", "replace"))
+    except blocked:
+        pass  # the channel is full: the parent has the first ones, and counts no more
+    except os_error:
+        exit_(tampered)
+
+
 def _audit(state, event, args):
     """Refuse what a submission must not do; the state is one tuple, immutable after start."""
-    (handled, always, read_events, write_events, write_flags, reads, writes, denied, own_pid, denied_symbols,
-     canon, under, cwd, lstat, readlink, islnk, fspath, str_, bytes_, int_, type_, perm_error, log) = state
+    (handled, always, read_events, write_events, write_flags, reads, lists, writes, denied, own_pid, denied_symbols,
+     canon, under, cwd, lstat, readlink, islnk, fspath, str_, bytes_, int_, type_, perm_error, record, channel,
+     protected) = state
     if event not in handled:
         if event.startswith("socket."):
-            if log.__len__() < 1000:
-                log.append(event)
+            record(channel, event)
             raise perm_error(13, "refused by the pld-lab sandbox: no network", event)
         return
     what = None
@@ -176,6 +174,8 @@ def _audit(state, event, args):
             path = canon(target, cwd, lstat, readlink, islnk, fspath, str_, bytes_, type_, int_)
             if path is None:  # an fd the child already holds
                 continue
+            if not write and path in lists:  # a folder on the search path: its entries, nothing more
+                continue
             if under(path, denied) or not under(path, writes if write else reads + writes):
                 what = event + " " + path
                 break
@@ -196,112 +196,44 @@ def _audit(state, event, args):
             what = event + " " + str_(name)
     elif event == "object.__setattr__":
         if args[1] == "__code__":
-            what = "replacing the code of " + str_(type_(args[0]).__name__)
+            for function in protected:  # the hook's own functions (numba replaces the code of others)
+                if args[0] is function:
+                    what = "replacing the code of the sandbox's audit hook"
     elif event == "import":
         if args[0] == "_posixsubprocess":
             what = "import _posixsubprocess"
     if what is not None:
-        if log.__len__() < 1000:
-            log.append(what)
+        record(channel, what)
         raise perm_error(13, "refused by the pld-lab sandbox", what)
 
 
-def install_audit_hook(reads, writes, denied) -> list:
-    """Install the hook; returns the (append-only) list of refused operations."""
+def install_audit_hook(reads, writes, denied, channel_fd: int, lists=()) -> None:
+    """Install the hook; every refusal goes to ``channel_fd`` (a pipe's write end, made non-blocking).
+
+    ``reads``: trees the submission may read; ``lists``: folders it may only list (exactly those);
+    ``writes``: trees it may change; ``denied``: trees it may not touch even inside ``reads``.
+    """
     import stat
     import types
 
-    log: list = []
+    os.set_blocking(channel_fd, False)
+    st = os.fstat(channel_fd)
+    channel = (channel_fd, (st.st_dev, st.st_ino), os.fstat, os.write, os._exit, EXIT_TAMPERED, REFUSAL_CHARS,
+               BlockingIOError, OSError)
     state = (
-        _HANDLED, _ALWAYS_REFUSED, _READ_EVENTS, _WRITE_EVENTS, _WRITE_FLAGS, tuple(reads), tuple(writes), tuple(denied),
+        _HANDLED, _ALWAYS_REFUSED, _READ_EVENTS, _WRITE_EVENTS, _WRITE_FLAGS, tuple(reads), frozenset(lists),
+        tuple(writes), tuple(denied),
         os.getpid(), DENIED_SYMBOLS, _canonical, _under, os.getcwd, os.lstat, os.readlink, stat.S_ISLNK,
-        os.fspath, str, bytes, int, type, PermissionError, log,
+        os.fspath, str, bytes, int, type, PermissionError, _record, channel, (_audit, _canonical, _under, _record),
     )
     # A bound method: __func__ and __self__ are read-only, the state is a tuple; replacing the
     # function's code is itself refused by the hook.
     sys.addaudithook(types.MethodType(_audit, state))
-    return log
-
-
-# -- Landlock -----------------------------------------------------------------------------------------
-def landlock_abi() -> int:
-    """The Landlock ABI this kernel offers (0: none). Asks only; restricts nothing."""
-    import ctypes
-
-    try:
-        syscall = ctypes.CDLL(None, use_errno=True).syscall
-    except (OSError, AttributeError):
-        return 0
-    syscall.restype = ctypes.c_long
-    return max(0, int(syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))))
-
-
-def apply_landlock(reads, writes, files_rw=("/dev/null",)) -> int:
-    """Restrict this process (and anything it starts) with Landlock; returns the ABI used, 0 if none.
-
-    ``reads``: folders or files readable; ``writes``: folders with every right; ``files_rw``:
-    device files readable and writable. No TCP bind/connect (ABI >= 4); no signals to, or abstract
-    unix sockets of, processes outside the sandbox (ABI >= 6). Tracing a process outside the
-    sandbox (so /proc/<parent>/mem) is refused by every ABI.
-    """
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        syscall = libc.syscall
-    except (OSError, AttributeError):
-        return 0
-    syscall.restype = ctypes.c_long
-    abi = syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # LANDLOCK_CREATE_RULESET_VERSION
-    if abi < 1:
-        return 0
-    fs = (1 << 13) - 1
-    if abi >= 2:
-        fs |= 1 << 13  # REFER
-    if abi >= 3:
-        fs |= 1 << 14  # TRUNCATE
-    if abi >= 5:
-        fs |= 1 << 15  # IOCTL_DEV
-
-    class RulesetAttr(ctypes.Structure):
-        _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
-
-    class PathBeneath(ctypes.Structure):
-        _pack_ = 1
-        _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-    attr = RulesetAttr(fs, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)
-    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
-    ruleset = syscall(444, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
-    if ruleset < 0:
-        return 0
-    try:
-        rules = [(p, _FS_READ) for p in reads] + [(p, fs) for p in writes] + [(p, (1 << 1) | (1 << 2)) for p in files_rw]
-        for path, allowed in rules:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                if not os.path.isdir(path):
-                    allowed &= _FS_FILE_RIGHTS
-                rule = PathBeneath(allowed & fs, fd)
-                if syscall(445, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
-                    raise OSError(ctypes.get_errno(), f"landlock_add_rule({path})")
-            finally:
-                os.close(fd)
-        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, required by landlock_restrict_self
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-        if syscall(446, ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
-    finally:
-        os.close(ruleset)
-    return int(abi)
 
 
 # -- loading a submission ---------------------------------------------------------------------------
 class LoadError(Exception):
-    """The submission is not a valid entry (no Drafter subclass, several, unknown entry point)."""
+    """The submission is not a valid entry (no Drafter subclass, several, not a Drafter)."""
 
 
 def _load_file(source: dict):
@@ -325,15 +257,18 @@ def _load_file(source: dict):
 
 
 def _load_entry_point(source: dict):
-    from importlib import metadata
+    """The plug-in's class, from the ``module:attribute`` the parent resolved, its top-level package
+    imported from the file the parent found (the child reads no package metadata and searches no
+    folder: only the plug-in's own files are readable)."""
+    import importlib
 
     from lookup.base import Drafter
-    from lookup.registry import ENTRY_POINT_GROUP
 
-    points = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == source["name"]]
-    if not points:
-        raise LoadError(f"no entry point {source['name']!r} in group {ENTRY_POINT_GROUP}")
-    cls = points[0].load()
+    _import_file(source["top"], source["origin"], source.get("package_dir"))
+    module, _, attribute = source["value"].partition(":")
+    cls = importlib.import_module(module.strip())
+    for part in attribute.split("[")[0].strip().split(".") if attribute else []:
+        cls = getattr(cls, part)
     if not (isinstance(cls, type) and issubclass(cls, Drafter)):
         raise LoadError(f"entry point {source['name']!r} is {cls!r}, not a Drafter subclass")
     return cls
@@ -348,27 +283,36 @@ def _load_builtin(source: dict):
 LOADERS = {"file": _load_file, "entry_point": _load_entry_point, "builtin": _load_builtin}
 
 
-def _import_lookup(lookup_dir: str) -> None:
-    """Import ``lookup`` from the parent's checkout, without putting that checkout on sys.path."""
+def _import_file(name: str, path: str, package_dir: str | None = None):
+    """Import the module (or package) at ``path`` as ``name``, without putting its folder on sys.path."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "lookup", os.path.join(lookup_dir, "__init__.py"), submodule_search_locations=[lookup_dir])
+        name, path, submodule_search_locations=[package_dir] if package_dir else None)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["lookup"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
+    return module
 
 
 def _prepare_numba() -> None:
-    """Make a refused cache write harmless: a kernel compiled in the sandbox just stays in memory.
-
-    The built-in kernels need nothing more: numba picks each kernel's cache folder (lookup's
-    __pycache__) when ``lookup`` is imported, before the sandbox closes, and later only reads it.
-    """
+    """Let numba read the built-in kernels' cache from a read-only folder (lookup's __pycache__,
+    which the parent keeps current), and make a refused cache write harmless: a kernel compiled
+    in the sandbox just stays in memory."""
     try:
         from numba.core import caching
     except ImportError:
         return
+    ensure = caching._CacheLocator.ensure_cache_path
+
+    def ensure_cache_path(self):  # numba insists on a writable folder; an existing one is enough to read
+        try:
+            ensure(self)
+        except OSError:
+            if not os.path.isdir(self.get_cache_path()):
+                raise
+
+    caching._CacheLocator.ensure_cache_path = ensure_cache_path
     original = caching.Cache.save_overload
 
     def save_overload(self, sig, data):
@@ -394,54 +338,114 @@ def _neutralise_subprocess() -> None:
 
 
 # -- the loop -----------------------------------------------------------------------------------------
+class _Calibration:
+    """The drafter of the calibration steps: does nothing, answers a fixed draft. What the parent
+    measures for it is the protocol's own cost, which it then leaves out of a submission's time."""
+
+    def extend(self, tokens) -> None:
+        pass
+
+    def observe(self, draft, accepted) -> None:
+        pass
+
+    def observe_top(self, tokens, top, probs) -> None:
+        pass
+
+    def propose(self, budget):
+        from lookup.base import Draft
+
+        return Draft(list(CALIBRATION_DRAFT[:budget]))
+
+
 class Child:
     def __init__(self, conn, hello: dict) -> None:
         self.conn, self.hello = conn, hello
         self.limits = hello["limits"]
         self.params = hello.get("params") or {}
         self.cls = None
-        self.drafter = None
+        self.drafter = _Calibration()  # until the submission is loaded
         self.last = None  # the Draft the drafter returned at its last propose
-        self.refused: list = []
-        self.isolation = "audit-hook"
 
     def send_json(self, **data) -> None:
         self.conn.send_bytes(b"J" + json.dumps(data, default=str).encode())
 
     def error(self, kind: str, message: str) -> None:
-        data = {"error": kind, "message": message[:2000]}
-        if self.refused:
-            data["refused"] = list(self.refused[:50])
-        self.send_json(**data)
+        self.send_json(error=kind, message=message[:2000])
 
-    # each call of the submission: timed (wall and CPU), exceptions reported
+    # each call of the submission: timed in the child too, so that an honest slow call is named
+    # exactly (the parent's own clock, over the whole request, is the one that counts)
     def timed(self, what: str, fn, limit: float):
         w0, c0 = time.perf_counter(), time.process_time()
         result = fn()
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         if wall > limit and cpu > limit:
             raise TooSlow(f"{what} took {1e3 * wall:.0f} ms (limit {1e3 * limit:.0f} ms)")
-        return result, wall, cpu
+        return result
 
-    def start(self) -> None:
+    # -- start-up ---------------------------------------------------------------------------------------
+    def confine(self) -> list[str]:
+        """Every layer, in order; returns the names of those that hold."""
+        hello = self.hello
+        confine = _import_file("pld_confine", hello["confine_path"])
+        limits = hello["limits"]
+        confine.set_limits(hello["address_bytes"], limits["file_bytes"], int(limits["total_s"] + limits["setup_s"] + 30))
+        import numpy  # noqa: F401
+
+        _prepare_numba()  # before lookup's kernels choose their cache folder, at import
+        _import_file("lookup", os.path.join(hello["lookup_dir"], "__init__.py"), hello["lookup_dir"])
+        _neutralise_subprocess()
+        for var in ("PLD_LAB_CACHE", "TMPDIR"):  # inside bubblewrap the scratch dir is a fresh tmpfs
+            os.makedirs(os.environ[var], exist_ok=True)
+        reads, writes, hidden, lists = hello["read_roots"], [hello["write_root"]], hello["hidden_roots"], hello["list_roots"]
+        # its own /proc entry (torch reads its memory map) and the CPU's description: nothing of anyone else
+        reads = [*reads, f"/proc/{os.getpid()}", "/proc/cpuinfo"]
+        layers = []
+        if hello.get("landlock", True):
+            abi = confine.apply_landlock(reads, writes, hidden, lists, hello["devices"])
+            if abi:
+                layers.append(f"landlock-abi{abi}")
+        if hello.get("seccomp", True) and confine.apply_seccomp():
+            layers.append("seccomp")
+        if hello.get("audit_hook", True):
+            devices = hello["devices"]  # /dev/null and the like: read and written
+            install_audit_hook([*reads, *devices], [*writes, *devices], [*hello["deny_roots"], *hidden],
+                               hello["refusal_fd"], lists)
+            layers.append("audit-hook")
+        return layers
+
+    def load(self) -> None:
+        """Load the submission, build one instance, warm it up; tell the parent its ``wants_top``."""
+        self.drafter = None
         self.cls = LOADERS[self.hello["source"]["kind"]](self.hello["source"])
-        self.warm_up()
+        wants_top = self.warm_up()
+        self.send_json(loaded=True, wants_top=wants_top)
 
     def make(self):
         return self.cls(**self.params)
 
-    def warm_up(self) -> None:
-        """Run a throwaway drafter over a synthetic sequence: JIT compilers compile now, not in a timed call."""
+    def warm_up(self) -> int:
+        """Run a throwaway drafter over a synthetic sequence: JIT compilers compile now, not in a
+        timed call. Returns the instance's ``wants_top``."""
         import numpy as np
 
-        from lookup.base import Draft
+        from lookup.base import MAX_TOP, Draft
 
         rng = np.random.default_rng(0)
-        vocab = int(self.hello["vocab_size"])
-        base = rng.integers(0, max(2, min(vocab, 1000)), 24).tolist()
-        truth = base * 6
+        vocab = max(2, min(int(self.hello["vocab_size"]), 1000))
+        truth = rng.integers(0, vocab, 24).tolist() * 6
         d = self.make()
+        wants_top = int(d.wants_top)
+        k = max(0, min(wants_top, MAX_TOP))  # what the parent will hand it
+
+        def top_rows(first: int, end: int):  # the true next token first, then others
+            ids = np.stack([truth[first + 1: end + 1], *[rng.integers(0, vocab, end - first) for _ in range(k - 1)]],
+                           axis=1).astype(np.int64)
+            probs = np.linspace(0.9, 0.01, k, dtype=np.float16)[None, :].repeat(end - first, 0)
+            return np.asarray(truth[first:end], np.int64), ids, probs
+
         d.reset(truth[:40])
+        if k > 0:
+            d.observe_top(*top_rows(0, 39))
         pos = 40
         for _ in range(12):
             draft = d.propose(16)
@@ -450,45 +454,62 @@ class Child:
             while accepted < len(tokens) and pos + accepted < len(truth) - 1 and tokens[accepted] == truth[pos + accepted]:
                 accepted += 1
             new = truth[pos: pos + accepted + 1]
-            pos += len(new)
             d.extend(new)
             d.observe(draft if isinstance(draft, Draft) else Draft(), accepted)
+            if k > 0:
+                d.observe_top(*top_rows(pos - 1, pos - 1 + len(new)))
+            pos += len(new)
+        return wants_top
 
+    # -- the replay ---------------------------------------------------------------------------------------
     def reset(self, prompt) -> None:
         def run():
             self.drafter = self.make()
             self.drafter.reset(prompt)
 
-        _, wall, _ = self.timed("reset", run, self.limits["reset_s"])
+        self.timed("reset", run, self.limits["reset_s"])
         self.last = None
-        self.send_json(ok=True, s=wall)
+        self.conn.send_bytes(RESET_DONE)
+
+    def event(self, event) -> None:
+        """One queued call: ("e", tokens) extend, ("o", accepted, used) observe, ("t", tokens, k,
+        ids, probs, prompt) observe_top (arrays as little-endian bytes; ``prompt``: the prompt's rows)."""
+        import numpy as np
+
+        from lookup.base import EMPTY_DRAFT
+
+        d = self.drafter
+        if event[0] == "e":
+            self.timed("extend", lambda: d.extend(event[1]), self.limits["call_s"])
+        elif event[0] == "o":
+            draft = self.last if event[2] and self.last is not None else EMPTY_DRAFT
+            self.timed("observe", lambda: d.observe(draft, event[1]), self.limits["call_s"])
+        else:
+            _, tokens, k, ids, probs, prompt = event
+            tokens = np.frombuffer(tokens, "<i8").astype(np.int64)
+            ids = np.frombuffer(ids, "<i8").astype(np.int64).reshape(len(tokens), k)
+            probs = np.frombuffer(probs, "<f2").astype(np.float16).reshape(len(tokens), k)
+            limit = self.limits["reset_s"] if prompt else self.limits["call_s"]
+            self.timed("observe_top", lambda: d.observe_top(tokens, ids, probs), limit)
 
     def step(self, events, budget) -> None:
         import numpy as np
 
-        from lookup.base import EMPTY_DRAFT, Draft
+        from lookup.base import Draft
 
-        d = self.drafter
-        times = []
         for event in events:
-            if event[0] == "e":
-                _, wall, _ = self.timed("extend", lambda: d.extend(event[1]), self.limits["call_s"])
-            else:
-                draft = self.last if event[2] and self.last is not None else EMPTY_DRAFT
-                _, wall, _ = self.timed("observe", lambda: d.observe(draft, event[1]), self.limits["call_s"])
-            times.append(wall)
-        if budget is None:  # the end of a sequence: timings only
-            self.conn.send_bytes(b"D" + DRAFT_HEADER.pack(0, -1, len(times), 0.0, 0.0) + np.asarray(times, "<f8").tobytes())
+            self.event(event)
+        if budget is None:  # the end of a sequence: nothing to draft
+            self.conn.send_bytes(b"D" + DRAFT_HEADER.pack(0, -1))
             return
-        draft, wall, cpu = self.timed("propose", lambda: d.propose(budget), self.limits["call_s"])
+        draft = self.timed("propose", lambda: self.drafter.propose(budget), self.limits["call_s"])
         if not isinstance(draft, Draft):
             raise Invalid(f"propose returned {type(draft).__name__}, not a Draft")
         self.last = draft
         tokens = np.ascontiguousarray(draft.tokens, dtype="<i8")
         parents = None if draft.parents is None else np.ascontiguousarray(draft.parents, dtype="<i4")
-        head = DRAFT_HEADER.pack(len(tokens), -1 if parents is None else len(parents), len(times), wall, cpu)
-        body = np.asarray(times, "<f8").tobytes() + tokens.tobytes() + (b"" if parents is None else parents.tobytes())
-        self.conn.send_bytes(b"D" + head + body)
+        head = DRAFT_HEADER.pack(len(tokens), -1 if parents is None else len(parents))
+        self.conn.send_bytes(b"D" + head + tokens.tobytes() + (b"" if parents is None else parents.tobytes()))
 
     def serve(self) -> None:
         while True:
@@ -498,15 +519,17 @@ class Child:
                 return
             op = message[0]
             try:
-                if op == "reset":
+                if op == "load":
+                    try:
+                        self.load()
+                    except LoadError as exc:
+                        self.error("load", str(exc))
+                    except BaseException as exc:  # noqa: BLE001
+                        self.error("exception", "during start-up (loading, building, warm-up run): " + describe(exc))
+                elif op == "reset":
                     self.reset(message[1])
                 elif op == "step":
                     self.step(message[1], message[2])
-                elif op == "stats":
-                    usage = resource.getrusage(resource.RUSAGE_SELF)
-                    self.send_json(ok=True, refused=list(self.refused[:50]), refused_count=len(self.refused),
-                                   max_rss_kb=usage.ru_maxrss, cpu_s=usage.ru_utime + usage.ru_stime,
-                                   isolation=self.isolation)
                 elif op == "quit":
                     return
             except TooSlow as exc:
@@ -526,32 +549,23 @@ class Invalid(Exception):
 
 
 def describe(exc: BaseException) -> str:
-    """``Type: message (file:line in function)`` of the innermost frame of the traceback."""
+    """``Type: message (file:line in function)`` of the innermost frame of the traceback; the whole
+    traceback goes to stderr, which the parent keeps (the entry's log)."""
     import traceback
 
+    try:  # lookup_lines=False: reading source files for the message would count as refused opens
+        text = traceback.TracebackException.from_exception(exc, lookup_lines=False).format()
+        sys.stderr.write("".join(text))
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - a message without its traceback is still a message
+        pass
     text = str(exc).strip().splitlines()
     where = ""
-    # lookup_lines=False: reading source files for the message would count as a refused open
     frames = traceback.StackSummary.extract(traceback.walk_tb(exc.__traceback__), lookup_lines=False)
     if frames:
         f = frames[-1]
         where = f" ({os.path.basename(f.filename)}:{f.lineno} in {f.name})"
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ") + where
-
-
-def set_limits(limits: dict) -> None:
-    def cap(which, value):
-        try:
-            soft, hard = resource.getrlimit(which)
-            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            resource.setrlimit(which, (value, value))
-        except (ValueError, OSError):
-            pass
-
-    cap(resource.RLIMIT_AS, int(limits["memory_bytes"]))
-    cap(resource.RLIMIT_FSIZE, int(limits.get("file_bytes", 64 << 20)))
-    cap(resource.RLIMIT_CORE, 0)
-    cap(resource.RLIMIT_CPU, int(limits["total_s"] + limits["setup_s"] + 30))
 
 
 def _die_with_parent() -> None:
@@ -563,7 +577,7 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
     except (OSError, AttributeError):
         return
-    if os.getppid() != parent:  # it died before the prctl
+    if parent != 0 and os.getppid() != parent:  # it died before the prctl
         os._exit(1)
 
 
@@ -573,36 +587,13 @@ def main(argv: list[str]) -> int:
     _die_with_parent()
     conn = Connection(int(argv[1]))
     hello = conn.recv()
-    set_limits(hello["limits"])
     child = Child(conn, hello)
     try:
-        import numpy  # noqa: F401
-
-        _import_lookup(hello["lookup_dir"])
-        _prepare_numba()
-        _neutralise_subprocess()
-        reads, writes, denied = hello["read_roots"], [hello["write_root"]], hello["deny_roots"]
-        if hello.get("landlock", True):
-            abi = apply_landlock(reads, writes)
-            if abi:
-                child.isolation = f"landlock-abi{abi}+audit-hook"
-        if hello.get("audit_hook", True):
-            child.refused = install_audit_hook(reads, writes, denied)
-        else:
-            child.isolation = child.isolation.replace("+audit-hook", "").replace("audit-hook", "none")
-    except BaseException as exc:  # noqa: BLE001 - the sandbox itself failed: say so, do not run the submission
+        layers = child.confine()
+    except BaseException as exc:  # noqa: BLE001 - the sandbox itself failed: say so, run nothing submitted
         child.send_json(error="sandbox", message=describe(exc))
         return 1
-    try:
-        w0 = time.perf_counter()
-        child.start()
-        child.send_json(ok=True, isolation=child.isolation, setup_s=time.perf_counter() - w0)
-    except LoadError as exc:
-        child.error("load", str(exc))
-        return 1
-    except BaseException as exc:  # noqa: BLE001
-        child.error("exception", "during start-up (loading, building, warm-up run): " + describe(exc))
-        return 1
+    child.send_json(ready=True, layers=layers)
     child.serve()
     return 0
 

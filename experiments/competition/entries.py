@@ -15,11 +15,15 @@ from tqdm import tqdm
 
 import decoding
 import lookup
+from experiments.benchmarks.paths import local_path, portable_path
 from experiments.benchmarks.traces import spread_cases
-from experiments.competition.board import NAME_RE, ORACLE, ROOT, Board, now
-from experiments.competition.sandbox import Disqualified, Sandbox, Submission, evaluate
+from experiments.competition.board import NAME_RE, ORACLE, Board, now
+from experiments.competition.sandbox import Disqualified, Evaluation, Sandbox, Submission, evaluate
 from experiments.competition.scoring import ORACLE_CAP, board_rows, entry_scores, oracle_rows
+from experiments.competition.text import clean, clean_block
+from experiments.running.explain import pool_losses
 from experiments.running.methods import Run
+from experiments.running.replay import replay_case
 from experiments.running.store import code_key, git_sha
 from lookup.errors import PLDError
 
@@ -33,11 +37,10 @@ def _file_sha(path: str | Path) -> str:
 
 def _source_info(submission) -> dict:
     info = dict(submission.source)
-    if info["kind"] == "file":
+    if info["kind"] == "file":  # the board names the file without this machine's folders
         path = Path(info["path"])
         info["sha256"] = _file_sha(path)
-        with contextlib.suppress(ValueError):
-            info["display"] = str(path.relative_to(ROOT))
+        info["path"] = info["display"] = portable_path(path)
     return info
 
 
@@ -49,18 +52,32 @@ def check_name(name: str, kind: str) -> str:
     return name
 
 
+def _number(value) -> float | int | None:
+    """A finite number, or None (what the parent measured is a number; anything else is dropped)."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
+        and abs(value) != float("inf") else None
+
+
 def make_entry(evaluation, kind: str, benchmark: str, limits=None) -> dict:
-    """The board entry of a finished (or disqualified) evaluation."""
+    """The board entry of a finished (or disqualified) evaluation. Every time in it is the parent's
+    measure; every text a submission could shape (reason, refused operations, output) is cleaned."""
     ev = evaluation
     steps = sum(len(out.stats.steps) for _, _, out in ev.cases)
+    usage = ev.usage or {}
     entry = {
-        "name": ev.submission.name, "kind": kind, "benchmark": benchmark, "source": _source_info(ev.submission),
-        "params": ev.submission.params, "status": "ok" if ev.ok else "disqualified", "reason": ev.reason,
-        "refused": ev.refused[:20], "refused_count": int(ev.child.get("refused_count", len(ev.refused)) or 0),
-        "isolation": ev.isolation, "cases_run": len(ev.cases), "eval_s": round(ev.seconds, 3),
-        "setup_s": round(ev.setup_s, 3), "rt_us_per_step": 1e6 * ev.round_trip_s / steps if steps else None,
+        "name": clean(ev.submission.name, 48), "kind": kind, "benchmark": benchmark,
+        "source": _source_info(ev.submission), "params": ev.submission.params,
+        "status": "ok" if ev.ok else "disqualified", "reason": clean(ev.reason, 500) if ev.reason else None,
+        "refused": [clean(r, 200) for r in ev.refused[:20]], "refused_count": int(_number(usage.get("refused_count")) or 0),
+        "isolation": clean(ev.isolation, 80), "full_isolation": bool(ev.full_isolation), "cases_run": len(ev.cases),
+        "eval_s": round(ev.seconds, 3), "setup_s": round(ev.setup_s, 3),
+        "rt_us_per_step": 1e6 * ev.round_trip_s / steps if steps else None,
+        # reset (building the drafter and indexing the prompt) counts in the score: its share, shown
+        "reset_ms_per_case": round(1e3 * ev.reset_s / len(ev.cases), 3) if ev.cases else None,
+        "cpu_s": _number(usage.get("cpu_s")), "max_rss_kb": _number(usage.get("max_rss_kb")),
+        "overhead_us": _number(usage.get("overhead_us")),  # the protocol's cost per request, left out of every time
         # what the submission printed: in full (up to 6 kB) when it broke a rule or was refused something
-        "log_tail": ev.log_tail[-(6000 if ev.reason or ev.refused else 500):], "time": now(), "git_sha": git_sha(),
+        "log_tail": clean_block(ev.log_tail, 6000 if ev.reason or ev.refused else 500), "time": now(), "git_sha": git_sha(),
         "limits": limits.to_dict() if limits is not None else None,
         # the code behind a built-in's score: a baseline is scored again when it changes
         "code": code_key(lookup.create(ev.submission.source["name"], **ev.submission.params))
@@ -70,6 +87,9 @@ def make_entry(evaluation, kind: str, benchmark: str, limits=None) -> dict:
         spec, params = ev.submission.name, ev.submission.params
         rows = [board_rows(case, spec, params, Run.of(out), s.profile, benchmark) for s, case, out in ev.cases]
         entry.update(entry_scores([cpu for cpu, _ in rows], [gpu for _, gpu in rows]))
+        # where it loses time against the cost-aware oracle, per group (`leaderboard.py show NAME`)
+        losses = pool_losses((case, out, s.profile) for s, case, out in ev.cases)
+        entry["oracle_gap"] = {group: dataclasses.asdict(loss) for group, loss in losses.items()}
     return entry
 
 
@@ -94,11 +114,13 @@ def _progress(total: int, desc: str):
     return tqdm(total=total, desc=desc[:30], unit="case", leave=False, dynamic_ncols=True, disable=not sys.stderr.isatty())
 
 
-def run_submission(board: Board, submission, sets, info: dict, kind: str, limits, landlock: bool = True) -> dict:
+def run_submission(board: Board, submission, sets, info: dict, kind: str, limits, landlock: bool = True,
+                   require_isolation: bool = False) -> dict:
     """Evaluate in the sandbox and record the entry (disqualified or not); returns the entry."""
     total = sum(len(s.cases) for s in sets)
     with _progress(total, submission.name) as bar:
-        evaluation = evaluate(submission, sets, limits, deny=[board.folder], landlock=landlock, progress=bar.update)
+        evaluation = evaluate(submission, sets, limits, deny=[board.folder], landlock=landlock, progress=bar.update,
+                              require_isolation=require_isolation)
     entry = make_entry(evaluation, kind, info["hash"], limits)
     board.record(entry, info)
     return entry
@@ -111,23 +133,77 @@ def ensure_oracle(board: Board, sets, info: dict) -> dict:
 
 
 def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, names: Sequence[str] | None = None,
-                  landlock: bool = True, say=print) -> list[dict]:
+                  landlock: bool = True, say=print, require_isolation: bool = False) -> list[dict]:
     """Every built-in drafter through the same sandbox, recorded as a baseline: those missing from
     the board or scored by other code than today's (all of them with ``rerun``)."""
     have = {e["name"]: e.get("code") for e in board.entries(info["hash"]) if e.get("kind") == "baseline"}
     done = []
-    # the board replays traces, which cannot serve drafters that read the target's logits
-    for name in names or [n for n in lookup.builtin_names() if lookup.replayable(n)]:
+    # every built-in replays (the traces hold the target's top-k rows that `recycling` reads)
+    for name in names or lookup.builtin_names():
         if not rerun and have.get(name, "") == code_key(lookup.create(name)):
             continue
-        entry = run_submission(board, Submission.builtin(name), sets, info, "baseline", limits, landlock)
+        entry = run_submission(board, Submission.builtin(name), sets, info, "baseline", limits, landlock,
+                               require_isolation)
         say(one_line(entry))
         done.append(entry)
     return done
 
 
+#: peers whose own code the sandbox cannot hold: replayed in this process (trusted code of ours), and said so
+IN_PROCESS_PEERS = {"peer:hf-prompt-lookup": "calls transformers' own class, which the sandbox withholds"}
+
+
+def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landlock: bool = True,
+              say=print, require_isolation: bool = False) -> list[dict]:
+    """The peers' lookup functions (``lookup.peers``), recorded as entries of kind ``peer``: in the
+    sandbox as the baselines are, except those of :data:`IN_PROCESS_PEERS`. A peer whose optional
+    dependency is missing is left out with one line."""
+    import lookup.peers
+
+    have = {e["name"]: e.get("code") for e in board.entries(info["hash"]) if e.get("kind") == "peer"}
+    done = []
+    for name in lookup.peers.names():
+        try:
+            drafter = lookup.create(name)
+        except PLDError as exc:
+            say(f"{name}: left out ({exc})")
+            continue
+        if not rerun and have.get(name, "") == code_key(drafter):
+            continue
+        if name in IN_PROCESS_PEERS:
+            entry = record_in_process(board, name, sets, info, IN_PROCESS_PEERS[name])
+        else:
+            entry = run_submission(board, Submission.builtin(name), sets, info, "peer", limits, landlock,
+                                   require_isolation)
+        say(one_line(entry))
+        done.append(entry)
+    return done
+
+
+def record_in_process(board: Board, name: str, sets, info: dict, why: str) -> dict:
+    """Replay a trusted drafter of ours in this process (the loop's own timing: propose, extend and
+    observe per step, reset added to the first step as the sandbox adds it) and record it as a peer."""
+    submission = Submission.builtin(name)
+    evaluation = Evaluation(submission, isolation=f"in-process: {why}")
+    t0 = time.perf_counter()
+    with _progress(sum(len(s.cases) for s in sets), name) as bar:
+        for trace_set in sets:
+            for case in trace_set.cases:
+                out = replay_case(case, lookup.create(name), trace_set.profile)
+                reset_s = out.stats.drafter_s - sum(step.drafter_s for step in out.stats.steps)
+                if out.stats.steps:
+                    out.stats.steps[0].drafter_s += reset_s
+                evaluation.reset_s += reset_s
+                evaluation.cases.append((trace_set, case, out))
+                bar.update()
+    evaluation.seconds = time.perf_counter() - t0
+    entry = make_entry(evaluation, "peer", info["hash"])
+    board.record(entry, info)
+    return entry
+
+
 def run_examples(board: Board, sets, info: dict, limits, rerun: bool = False, landlock: bool = True,
-                 say=print) -> list[dict]:
+                 say=print, require_isolation: bool = False) -> list[dict]:
     """The example submissions in experiments/competition/submissions/ (each file under its own name)."""
     have = {e["name"]: e for e in board.entries(info["hash"]) if e.get("kind") == "submission"}
     done = []
@@ -136,24 +212,26 @@ def run_examples(board: Board, sets, info: dict, limits, rerun: bool = False, la
         old = have.get(submission.name)
         if old and not rerun and old.get("source", {}).get("sha256") == _file_sha(path):
             continue
-        entry = run_submission(board, submission, sets, info, "submission", limits, landlock)
+        entry = run_submission(board, submission, sets, info, "submission", limits, landlock, require_isolation)
         say(one_line(entry))
         done.append(entry)
     return done
 
 
 def one_line(entry: dict) -> str:
-    """An entry in one line: its scores, or why it was disqualified."""
+    """An entry in one line (cleaned: safe to print to a terminal): its scores, or why it was disqualified."""
+    name = clean(entry.get("name"), 48)
     if entry.get("status") != "ok":
-        return f"{entry['name']}: disqualified -- {entry.get('reason')}"
+        return f"{name}: disqualified -- {clean(entry.get('reason'), 500)}"
     refused = f"; {entry['refused_count']} operations refused" if entry.get("refused_count") else ""
-    return (f"{entry['name']}: est. speedup {entry['score']:.3f}x CPU, {entry['score_gpu']:.3f}x GPU, "
+    return (f"{name}: est. speedup {entry['score']:.3f}x CPU, {entry['score_gpu']:.3f}x GPU, "
             f"tau {entry['tau']:.2f}, {entry['drafter_us_per_step']:.0f} µs/step ({entry['eval_s']:.1f} s){refused}")
 
 
 # -- --verify: the top entries live on the model ------------------------------------------------------------
 def verify_entries(entries: Sequence[dict], target, prompts: Sequence[Sequence[int]], max_new_tokens: int,
-                   limits, deny: Sequence[str | Path] = (), landlock: bool = True) -> dict[str, dict]:
+                   limits, deny: Sequence[str | Path] = (), landlock: bool = True,
+                   require_isolation: bool = False) -> dict[str, dict]:
     """Run each entry through the sandbox on a live ``target``; measured speedup over ``none`` on the
     same prompts and whether every output is token-identical to ``none``'s (plain greedy).
 
@@ -177,7 +255,8 @@ def verify_entries(entries: Sequence[dict], target, prompts: Sequence[Sequence[i
                                       "device": str(getattr(target, "device", "?")), "time": now(),
                                       "identical": True, "tau": []}
             try:
-                box = stack.enter_context(Sandbox(submission, target.vocab_size, limits, deny, landlock))
+                box = stack.enter_context(Sandbox(submission, target.vocab_size, limits, deny, landlock,
+                                                  require_isolation=require_isolation))
                 box.generate(target, prompts[0], 4)  # warm-up: first calls and forwards allocate
             except Disqualified as exc:
                 results[entry["name"]] = {"failed": exc.reason}
@@ -216,7 +295,7 @@ def submission_of(entry: dict):
     if kind == "entry_point":
         return Submission.entry_point(source["name"], entry["name"], entry.get("params") or {})
     if kind == "file":
-        path = Path(source.get("path", ""))
+        path = local_path(source.get("path", ""))
         if path.is_file() and _file_sha(path) == source.get("sha256"):
             return Submission.file(path, entry["name"], entry.get("params") or {})
     return None

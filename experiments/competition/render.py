@@ -1,22 +1,26 @@
 """Views of the board: terminal text, LEADERBOARD.md, leaderboard.json, a static index.html, W&B.
 
 Every view is computed from the entries of one benchmark (``Board.entries(hash)``); none holds
-data of its own, so rebuilding them is always safe.
+data of its own, so rebuilding them is always safe. Every text an entry carries goes through the
+view's escaping (``text.py``): cleaned for the terminal, escaped for Markdown and for HTML, whatever
+the board file holds.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from experiments.competition.board import ORACLE, atomic_write, now, ranked
+from experiments.competition.text import clean, html_text
+from experiments.competition.text import markdown as md
 from experiments.reporting import wandb_log as wl
 from experiments.reporting.summary import oracle_gain
-from experiments.reporting.tables import render
+from experiments.reporting.tables import loss_table, render
+from experiments.running.explain import Loss
 
 DOCS_LINK = "../docs/competition.md"
 #: entries drawn in the plot, besides the oracle
@@ -40,18 +44,50 @@ def _notes(entry: dict) -> str:
     bits = []
     if entry.get("refused_count"):
         bits.append(f"{entry['refused_count']} operations refused")
+    if entry.get("kind") != "oracle" and not entry.get("full_isolation"):
+        bits.append(f"isolation: {entry.get('isolation') or 'unknown'} (not full)")
+    reset = entry.get("reset_ms_per_case")
+    if isinstance(reset, (int, float)) and reset >= 1:
+        bits.append(f"reset {reset:.0f} ms/case")
     verify = entry.get("verify") or {}
-    if "speedup" in verify:
-        bits.append(f"live {verify['speedup']:.2f}x, {'identical' if verify['identical'] else 'NOT identical'}")
+    if isinstance(verify.get("speedup"), (int, float)):
+        bits.append(f"live {verify['speedup']:.2f}x, {'identical' if verify.get('identical') else 'NOT identical'}")
     return "; ".join(bits)
+
+
+PEER = "peer"  # the kind of the peers' entries: other systems' lookup functions, a section of their own
+
+
+def split_peers(entries: Sequence[dict]) -> tuple[list[dict], list[dict]]:
+    """(the board proper: the oracle, baselines and submissions; the oracle and the peers)."""
+    oracle = [e for e in entries if e.get("kind") == "oracle"]
+    return [e for e in entries if e.get("kind") != PEER], oracle + [e for e in entries if e.get("kind") == PEER]
+
+
+def best_against_peers(entries: Sequence[dict], esc: Callable[[object], str] = clean) -> tuple[list[str], list[list]]:
+    """Per task group: our best entry (baselines and submissions) and the best peer, by estimated
+    speedup (CPU profile), and the ratio of the two."""
+    _, ours, _ = ranked(split_peers(entries)[0])
+    _, peers, _ = ranked(split_peers(entries)[1])
+    rows = []
+    for g in groups_of(ours + peers):
+        def best(pool):
+            scored = [(e["groups"][g]["est_speedup"], e["name"]) for e in pool
+                      if isinstance((e.get("groups") or {}).get(g), dict) and e["groups"][g].get("est_speedup")]
+            return max(scored, default=(None, None))
+        (a, an), (b, bn) = best(ours), best(peers)
+        rows.append([esc(g), f"{esc(an)} {_x(a)}" if an else "-", f"{esc(bn)} {_x(b)}" if bn else "-",
+                     f"{a / b:.2f}" if a and b else "-"])
+    return ["group", "our best", "best peer", "ours / peer"], rows
 
 
 def groups_of(entries: Sequence[dict]) -> list[str]:
     return sorted({g for e in entries for g in (e.get("groups") or {})})
 
 
-def main_rows(entries: Sequence[dict]) -> tuple[list[str], list[list], list[dict]]:
-    """(headers, rows of display strings, the entries in row order): the oracle, then the ranking."""
+def main_rows(entries: Sequence[dict], esc: Callable[[object], str] = clean) -> tuple[list[str], list[list], list[dict]]:
+    """(headers, rows of display strings, the entries in row order): the oracle, then the ranking.
+    ``esc`` makes an entry's texts safe for the view (the numbers are ours)."""
     oracle, ok, _ = ranked(entries)
     headers = ["#", "entry", "kind", "est. speedup CPU", "est. speedup GPU", "tau", "of oracle gain",
                "drafter µs/step", "notes"]
@@ -65,14 +101,14 @@ def main_rows(entries: Sequence[dict]) -> tuple[list[str], list[list], list[dict
         order.append(oracle)
     for rank, e in enumerate(ok, 1):
         gain = _gain(e, oracle)
-        rows.append([str(rank), e["name"], e.get("kind", "?"), _x(e.get("score")), _x(e.get("score_gpu")),
+        rows.append([str(rank), esc(e.get("name")), esc(e.get("kind", "?")), _x(e.get("score")), _x(e.get("score_gpu")),
                      _f(e.get("tau")), "-" if gain is None else f"{100 * gain:.0f}%".replace("-0%", "0%"),
-                     _f(e.get("drafter_us_per_step"), 0), _notes(e)])
+                     _f(e.get("drafter_us_per_step"), 0), esc(_notes(e))])
         order.append(e)
     return headers, rows, order
 
 
-def group_rows(entries: Sequence[dict]) -> tuple[list[str], list[list]]:
+def group_rows(entries: Sequence[dict], esc: Callable[[object], str] = clean) -> tuple[list[str], list[list]]:
     """Per task group: estimated speedup (CPU) and tau, for the oracle and every ranked entry."""
     oracle, ok, _ = ranked(entries)
     groups = groups_of(entries)
@@ -81,9 +117,9 @@ def group_rows(entries: Sequence[dict]) -> tuple[list[str], list[list]]:
         cells = []
         for g in groups:
             s = (e.get("groups") or {}).get(g)
-            cells.append(f"{_x(s.get('est_speedup'))} τ{_f(s.get('tau'))}" if s else "-")
-        rows.append([e["name"], *cells])
-    return ["entry", *groups], rows
+            cells.append(f"{_x(s.get('est_speedup'))} τ{_f(s.get('tau'))}" if isinstance(s, dict) else "-")
+        rows.append([esc(e.get("name")), *cells])
+    return ["entry", *[esc(g) for g in groups]], rows
 
 
 def _benchmark_lines(info: dict) -> list[str]:
@@ -103,33 +139,56 @@ def _benchmark_lines(info: dict) -> list[str]:
 
 
 def text_board(entries: Sequence[dict], info: dict) -> str:
-    """What ``show`` prints."""
+    """What ``show`` prints (every text cleaned: no control character reaches the terminal)."""
+    entries, peers = split_peers(entries)
     _, _, dq = ranked(entries)
     headers, rows, _ = main_rows(entries)
     gh, grows = group_rows(entries)
-    parts = [line for line in _benchmark_lines(info) if line]
+    parts = [clean(line, 1000) for line in _benchmark_lines(info) if line]
     parts += ["", render(headers, rows), "", "estimated speedup (CPU profile) and tau per task group:", render(gh, grows)]
     if dq:
-        parts += ["", "disqualified:"] + [f"  {e['name']}: {e.get('reason')}" for e in dq]
+        parts += ["", "disqualified:"] + [f"  {clean(e.get('name'), 48)}: {clean(e.get('reason'), 500)}" for e in dq]
+    if ranked(peers)[1]:
+        ph, prows, _ = main_rows(peers)
+        parts += ["", "the peers (other systems' lookup functions, replayed on the same traces):", render(ph, prows),
+                  "", "per task group, our best against the best peer:", render(*best_against_peers(entries + peers))]
+    return "\n".join(parts)
+
+
+def entry_details(entry: dict, oracle: Sequence[dict], info: dict) -> str:
+    """What ``show NAME`` prints: the entry beside the oracle, per group, and where it loses time
+    against the cost-aware oracle (the parts add up to the gap; ``traces.py explain`` for any drafter)."""
+    parts = [text_board([*oracle, entry], info)]
+    gap = entry.get("oracle_gap")
+    if isinstance(gap, dict) and gap:
+        try:
+            losses = {clean(group, 60): Loss(**loss) for group, loss in gap.items()}
+        except TypeError:  # an entry recorded before the breakdown, or edited by hand
+            losses = {}
+        if losses:
+            parts += ["", f"where {clean(entry.get('name'), 48)} loses time against the cost-aware oracle "
+                          "(share of its gap, decoding phase):", loss_table(losses)]
     return "\n".join(parts)
 
 
 def markdown(entries: Sequence[dict], info: dict) -> str:
     """LEADERBOARD.md."""
+    everything = entries
+    entries, peers = split_peers(entries)
     _, ok, dq = ranked(entries)
-    headers, rows, _ = main_rows(entries)
-    gh, grows = group_rows(entries)
+    headers, rows, _ = main_rows(entries, md)
+    gh, grows = group_rows(entries, md)
     lines = [
         "# pld-lab leaderboard: the best lookup function",
         "",
         "Generated by `python experiments/leaderboard.py build` on " + now() + ". Rules, scoring and how to"
         f" submit: [docs/competition.md]({DOCS_LINK}).",
         "",
-        *[f"- {line}" for line in _benchmark_lines(info) if line],
+        *[f"- {md(line, 1000)}" for line in _benchmark_lines(info) if line],
         "",
         "Ranked by the geometric mean over task groups of the **estimated speedup** over plain greedy decoding"
-        " under the CPU profile (forward cost by tokens verified, plus the drafter's own time measured in its"
-        " sandbox). *of oracle gain* = (score - 1) / (oracle - 1).",
+        " under the CPU profile (forward cost by tokens verified, plus the drafter's own CPU time, reset"
+        " included, as the parent measured it). *of oracle gain* = (score - 1) / (oracle - 1).",
         "",
         render(headers, rows, markdown=True),
         "",
@@ -139,48 +198,68 @@ def markdown(entries: Sequence[dict], info: dict) -> str:
         "",
         render(gh, grows, markdown=True),
     ]
+    if ranked(peers)[1]:
+        ph, prows, _ = main_rows(peers, md)
+        pgh, pgrows = group_rows(peers, md)
+        lines += ["", "## The peers", "",
+                  "Other systems' lookup functions (`docs/peers.md`), each with its own default settings, replayed"
+                  " through the same loop on the same traces and priced the same way. *of oracle gain* is against the"
+                  " same oracle.", "", render(ph, prows, markdown=True), "", render(pgh, pgrows, markdown=True),
+                  "", "Per task group, our best entry against the best peer (estimated speedup, CPU profile):", "",
+                  render(*best_against_peers(everything, md), markdown=True)]
     if dq:
         lines += ["", "## Disqualified", "", render(["entry", "kind", "reason"],
-                                                    [[e["name"], e.get("kind", "?"), _md(e.get("reason"))] for e in dq],
-                                                    markdown=True)]
+                                                    [[md(e.get("name"), 48), md(e.get("kind", "?"), 20),
+                                                      md(e.get("reason"), 500)] for e in dq], markdown=True)]
     refused = [e for e in ok + dq if e.get("refused_count")]
     if refused:
         lines += ["", "## Refused operations", "",
                   "What the sandbox refused (a PermissionError inside the submission; the entry is scored on what it"
                   " drafted):", ""]
         for e in refused:
-            shown = "; ".join(f"`{r}`" for r in (e.get("refused") or [])[:8])
-            lines.append(f"- **{e['name']}** ({e['refused_count']}): {shown}")
+            shown = "; ".join(md(r, 200) for r in list(e.get("refused") or [])[:8])
+            lines.append(f"- **{md(e.get('name'), 48)}** ({int(e['refused_count'])}): {shown}")
     verified = [e for e in ok if e.get("verify")]
     if verified:
         lines += ["", "## Verified live", "", render(
             ["entry", "model", "prompts", "new tokens", "measured speedup", "identical to greedy"],
-            [[e["name"], e["verify"].get("model", "?"), e["verify"].get("prompts", "?"), e["verify"].get("max_new_tokens", "?"),
-              _x(e["verify"].get("speedup")), {True: "yes", False: "NO"}.get(e["verify"].get("identical"), "-")]
+            [[md(e.get("name"), 48), md(e["verify"].get("model", "?"), 80), md(e["verify"].get("prompts", "?"), 20),
+              md(e["verify"].get("max_new_tokens", "?"), 20), _x(e["verify"].get("speedup")),
+              {True: "yes", False: "NO"}.get(e["verify"].get("identical"), "-")]
              for e in verified], markdown=True)]
     return "\n".join(lines) + "\n"
-
-
-def _md(text) -> str:
-    return str(text or "").replace("|", "\\|").replace("\n", " ")
 
 
 def board_json(entries: Sequence[dict], info: dict) -> dict:
     """leaderboard.json: the same numbers as the tables, machine-readable."""
     oracle, ok, dq = ranked(entries)
-    keep = ("name", "kind", "score", "score_gpu", "tau", "drafter_us_per_step", "rt_us_per_step", "groups",
-            "source", "params", "refused_count", "refused", "isolation", "eval_s", "verify", "time", "git_sha")
-    slim = lambda e: {k: e[k] for k in keep if k in e}  # noqa: E731
+    keep = ("name", "kind", "score", "score_gpu", "tau", "drafter_us_per_step", "rt_us_per_step", "reset_ms_per_case",
+            "groups", "source", "params", "refused_count", "refused", "isolation", "full_isolation", "eval_s", "verify",
+            "time", "git_sha")
+    texts = {"name": 48, "kind": 20, "isolation": 80}
+
+    def slim(e: dict) -> dict:
+        out = {k: e[k] for k in keep if k in e}
+        out.update({k: clean(e[k], n) for k, n in texts.items() if k in e})
+        if "refused" in e:
+            out["refused"] = [clean(r, 200) for r in list(e["refused"] or [])[:20]]
+        return out
+
     return {
         "benchmark": info, "generated": now(),
         "oracle": slim(oracle) if oracle else None,
         "ranking": [{"rank": i, **slim(e), "of_oracle_gain": _gain(e, oracle)} for i, e in enumerate(ok, 1)],
-        "disqualified": [{"name": e["name"], "kind": e.get("kind"), "reason": e.get("reason"),
-                          "refused": e.get("refused", []), "source": e.get("source")} for e in dq],
+        "disqualified": [{**{k: v for k, v in slim(e).items() if k in ("name", "kind", "refused", "source", "isolation")},
+                          "reason": clean(e.get("reason"), 500)} for e in dq],
     }
 
 
 # -- the plot -----------------------------------------------------------------------------------------------
+def _plot_text(value) -> str:
+    """A label for matplotlib: cleaned, and with no ``$`` to start its math parser."""
+    return clean(value, 48).replace("$", r"\$")
+
+
 def plot_png(entries: Sequence[dict]) -> bytes | None:
     """Grouped bars: estimated speedup per task group (and the geo-mean), CPU and GPU profiles."""
     import matplotlib
@@ -195,7 +274,7 @@ def plot_png(entries: Sequence[dict]) -> bytes | None:
     groups = groups_of(shown)
     if not shown or not groups:
         return None
-    labels = groups + ["geo-mean"]
+    labels = [_plot_text(g) for g in groups] + ["geo-mean"]
     cmap = plt.get_cmap("tab10")
     fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 1.6 * len(labels) + 3), 8.5), sharex=True)
     width = 0.8 / len(shown)
@@ -205,7 +284,7 @@ def plot_png(entries: Sequence[dict]) -> bytes | None:
         for i, e in enumerate(shown):
             ys = [((e.get("groups") or {}).get(g) or {}).get(key) or 0.0 for g in groups] + [e.get(score) or 0.0]
             style = {"color": "lightgrey", "edgecolor": "black", "hatch": "//"} if e is oracle else {"color": cmap(i % 10)}
-            ax.bar(x + (i - (len(shown) - 1) / 2) * width, ys, width, label=e["name"], **style)
+            ax.bar(x + (i - (len(shown) - 1) / 2) * width, ys, width, label=_plot_text(e.get("name")), **style)
         ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
         heights = [p.get_height() for p in ax.patches if p.get_height() > 0]
         if heights and max(heights) / min(heights) > 8:  # ratios: 0.5x and 2x sit symmetric on a log axis
@@ -256,31 +335,31 @@ def page(entries: Sequence[dict], info: dict, png: bytes | None) -> str:
                              _gain(e, oracle) if e is not oracle else 1.0, e.get("drafter_us_per_step"), ""]
 
     def cell(text, value) -> str:
-        attr = f' data-v="{value:.6g}"' if isinstance(value, (int, float)) else ""
-        return f"<td{attr}>{html.escape(str(text))}</td>"
+        attr = f' data-v="{value:.6g}"' if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+        return f"<td{attr}>{html_text(text, 1000)}</td>"
 
     body = []
     for e, row in zip(order, rows):
-        cls = "oracle" if e is oracle else e.get("kind", "")
+        cls = "oracle" if e is oracle else html_text(e.get("kind", ""), 20)
         values = sort_values(e)
         values[0] = -1 if e is oracle else int(row[0])
         body.append(f'<tr class="{cls}">' + "".join(cell(t, v) for t, v in zip(row, values)) + "</tr>")
     gh, grows = group_rows(entries)
-    group_body = ["<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in grows]
-    info_lines = "".join(f"<li>{html.escape(line)}</li>" for line in _benchmark_lines(info) if line)
-    dq_html = "".join(f"<li><b>{html.escape(e['name'])}</b>: {html.escape(str(e.get('reason')))}</li>" for e in dq)
+    group_body = ["<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in r) + "</tr>" for r in grows]
+    info_lines = "".join(f"<li>{html_text(line, 1000)}</li>" for line in _benchmark_lines(info) if line)
+    dq_html = "".join(f"<li><b>{html_text(e.get('name'), 48)}</b>: {html_text(e.get('reason'), 500)}</li>" for e in dq)
     img = (f'<img alt="estimated speedup by task group" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
            if png else "")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>pld-lab leaderboard</title><style>{CSS}</style></head>
 <body>
 <h1>pld-lab leaderboard: the best lookup function</h1>
-<p>Generated {html.escape(now())}. Click a column to sort. Rules and scoring: <code>docs/competition.md</code>.</p>
+<p>Generated {html_text(now())}. Click a column to sort. Rules and scoring: <code>docs/competition.md</code>.</p>
 <ul>{info_lines}</ul>
-<table class="sortable"><thead><tr>{"".join(f"<th>{html.escape(h)}</th>" for h in headers)}</tr></thead>
+<table class="sortable"><thead><tr>{"".join(f"<th>{html_text(h)}</th>" for h in headers)}</tr></thead>
 <tbody>{"".join(body)}</tbody></table>
 <h2>Per task group</h2><p>Estimated speedup (CPU profile) and tau.</p>
-<table class="sortable"><thead><tr>{"".join(f"<th>{html.escape(h)}</th>" for h in gh)}</tr></thead>
+<table class="sortable"><thead><tr>{"".join(f"<th>{html_text(h)}</th>" for h in gh)}</tr></thead>
 <tbody>{"".join(group_body)}</tbody></table>
 {f"<h2>Disqualified</h2><ul>{dq_html}</ul>" if dq else ""}
 {img}
@@ -303,7 +382,7 @@ def log_wandb(entries: Sequence[dict], info: dict, mode: str | None, out_dir: Pa
     headers, rows, order = main_rows(entries)
     columns = ["rank", "entry", "kind", "score_cpu", "score_gpu", "tau", "of_oracle_gain", "drafter_us_per_step"]
     oracle, _, _ = ranked(entries)
-    data = [[r[0], e["name"], e.get("kind"), e.get("score"), e.get("score_gpu"), e.get("tau"),
+    data = [[r[0], clean(e.get("name"), 48), clean(e.get("kind"), 20), e.get("score"), e.get("score_gpu"), e.get("tau"),
              1.0 if e is oracle else _gain(e, oracle), e.get("drafter_us_per_step")] for r, e in zip(rows, order)]
     with wl._quiet():
         try:
@@ -320,7 +399,7 @@ def log_wandb(entries: Sequence[dict], info: dict, mode: str | None, out_dir: Pa
                     path.write_bytes(png)
                     logged["speedup_by_category"] = wandb.Image(str(path))
                 session.log(name="leaderboard", job_type="leaderboard", config={"benchmark": info}, data=logged,
-                            summary={f"score/{e['name']}": e.get("score") for e in order if e.get("score")})
+                            summary={f"score/{clean(e.get('name'), 48)}": e.get("score") for e in order if e.get("score")})
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # noqa: BLE001 - W&B trouble never breaks the build

@@ -1,19 +1,29 @@
-"""Run a submitted drafter in its own locked-down process; the parent keeps the trace and the loop.
+"""Run a submitted drafter in its own locked-down process; the parent keeps the trace, the loop and the clock.
 
     with Sandbox(Submission.file("my_drafter.py"), vocab_size=49152) as box:
-        result = box.replay(case, profile)     # a GenerationResult whose drafter times come from the child
-    # a crash, a timeout, an invalid draft or an exception raises Disqualified(kind, message)
+        result, round_trip_s = box.replay(case, profile)   # drafter times as the parent measured them
+    # a crash, a timeout, an invalid draft, a malformed message or an exception raises Disqualified(kind, message)
 
 The parent runs the one decoding loop (``decoding.generate`` over a ``TraceTarget``, or a live
 ``ModelTarget`` for ``--verify``) with a :class:`SandboxedDrafter`: a ``Drafter`` whose calls go
-to the child over one pipe. The child (``experiments/competition/child.py``) is a fresh interpreter
-(``python -I``) in an empty temp dir with an empty HOME and cache; it receives the prompt and the
-committed tokens, nothing else, and answers with drafts. See that file for the isolation layers.
+to the child over one pipe. The child (``child.py``) is a fresh interpreter (``python -I``), inside
+bubblewrap where the machine allows it (``isolation.py``), with its own kernel layers
+(``confine.py``) and an audit hook; it receives the prompt and the committed tokens, nothing else,
+and answers with drafts.
 
-Messages are batched: one round trip per step carries the previous step's ``extend`` and
-``observe`` and this step's ``propose``. Drafter times are measured in the child (``perf_counter``
-around each call), so the pipe's cost never counts against a submission; the parent's round
-trip is recorded beside them.
+**Time is the parent's.** Before each request and after its answer the parent reads the child's
+CPU clock (the kernel's count over all its threads); a request is charged every CPU second the
+child used since the previous answer (so work a thread does between calls counts too), less the
+protocol's own cost, measured before the submission was loaded (the least any calibration step
+cost). ``reset()`` is charged like a step and added to the first step's time, so it counts in the
+score. Nothing the child says about time is used.
+
+**The parent cannot be crashed or silenced.** Every read and write on the pipe has a deadline,
+every answer a size limit, a phase in which it may come and a fixed shape; anything else
+disqualifies the entry with reason ``protocol``. Text from the child is cleaned (``text.py``).
+
+Messages are batched: one round trip per step carries the previous step's ``extend``,
+``observe`` and ``observe_top`` and this step's ``propose``.
 """
 
 from __future__ import annotations
@@ -22,15 +32,16 @@ import importlib.util
 import json
 import math
 import os
+import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
-from multiprocessing.connection import Pipe
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -41,43 +52,43 @@ import lookup
 from decoding.generate import DraftError
 from decoding.loading import cache_dir
 from experiments.competition import child as child_side
+from experiments.competition import confine, isolation
+from experiments.competition.protocol import (Disqualified, OutputTail, Pipe, draft_answer, error_in, fields,
+                                              json_answer, protocol_error)
+from experiments.competition.text import clean
 from experiments.running.replay import DRAFT_BUDGET, replay_case
-from lookup.base import Draft, Drafter
+from lookup.base import MAX_TOP, Draft, Drafter
 from lookup.errors import PLDError
 from lookup.files import file_drafter_name
 from lookup.registry import ENTRY_POINT_GROUP, unknown_name
 
 CHILD_SCRIPT = Path(child_side.__file__).resolve()
+CONFINE_SCRIPT = Path(confine.__file__).resolve()
+#: the largest submission file: a lookup function, not a data set
+SUBMISSION_MAX_BYTES = 1 << 20
+#: the layers without which an entry's isolation is not full (Landlock and the audit hook are extra)
+FULL_ISOLATION = ("bwrap", "seccomp")
+#: calibration steps run before the submission is loaded (what the protocol itself costs)
+CALIBRATION_STEPS = 16
 
 
 @dataclass(frozen=True)
 class Limits:
-    """What a submission may spend. Times are wall-clock seconds measured in the child; a call is
-    over its limit only when its CPU time is over too (a descheduled process is not slow)."""
+    """What a submission may spend. A call is over its time limit only when both the child's CPU
+    time (as the parent reads it) and the parent's wall-clock round trip are over it (a
+    descheduled process is not slow); a child that does not answer in time is killed."""
 
-    call_s: float = 0.05  # each propose, extend and observe
-    reset_s: float = 5.0  # building a drafter and reset(prompt), once per sequence
+    call_s: float = 0.05  # each propose, extend, observe and observe_top
+    reset_s: float = 5.0  # building a drafter and reset(prompt), and observe_top of the prompt's rows
     setup_s: float = 120.0  # start-up: imports, loading the submission, the warm-up run
     total_s: float = 300.0  # the whole replay, wall clock, enforced by the parent
     margin_s: float = 1.0  # grace the parent adds to a limit before it kills a silent child
-    memory_bytes: int = 2 << 30  # RLIMIT_AS: numba/llvmlite and torch need a large address space
-    file_bytes: int = 64 << 20  # RLIMIT_FSIZE: the child's log and temp files
+    memory_bytes: int = 2 << 30  # address space and scratch files together (numba and torch need a large address space)
+    file_bytes: int = 64 << 20  # scratch files, all of them together (each one too where no tmpfs caps the total)
     max_message: int = 1 << 20  # bytes in one answer from the child
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-class Disqualified(Exception):
-    """A submission broke a rule: ``kind`` is crash, timeout, total-time, slow, invalid, exception or load."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind, self.message = kind, message
-
-    @property
-    def reason(self) -> str:
-        return f"{self.kind}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,8 @@ class Submission:
             raise PLDError(f"no submission file {path}")
         if path.suffix != ".py":
             raise PLDError(f"{path} is not a Python file (.py)")
+        if path.stat().st_size > SUBMISSION_MAX_BYTES:
+            raise PLDError(f"{path} is over {SUBMISSION_MAX_BYTES >> 20} MiB; a submission is one lookup function")
         return cls(name or file_drafter_name(path), {"kind": "file", "path": str(path.resolve())}, params or {})
 
     @classmethod
@@ -109,12 +122,26 @@ class Submission:
         lookup.get(name)  # unknown names raise with suggestions
         return cls(name, {"kind": "builtin", "name": name}, params or {})
 
+    def child_source(self) -> dict:
+        """What the child loads: the source, with an entry point resolved to its package's files
+        (the child reads no package metadata)."""
+        if self.source["kind"] != "entry_point":
+            return dict(self.source)
+        ep = _entry_point(self.source["name"])
+        spec = importlib.util.find_spec(ep.value.split(":")[0].split(".")[0])  # a top-level name: found, not imported
+        if spec is None or not spec.origin:
+            raise PLDError(f"entry point {self.source['name']!r}: cannot find {ep.value}")
+        places = list(spec.submodule_search_locations or [])
+        return {**self.source, "value": ep.value, "top": spec.name, "origin": spec.origin,
+                "package_dir": places[0] if places else None}
+
     def extra_roots(self) -> list[str]:
         """What the child must read besides Python and ``lookup``: the file, or the plug-in's package."""
         if self.source["kind"] == "file":
             return [self.source["path"]]
         if self.source["kind"] == "entry_point":
-            return _entry_point_roots(self.source["name"])
+            source = self.child_source()
+            return [source["package_dir"] or source["origin"]]
         return []
 
     def describe(self) -> str:
@@ -122,47 +149,66 @@ class Submission:
         return f"{kind} {what}"
 
 
-def _entry_point_roots(name: str) -> list[str]:
+def _entry_point(name: str):
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == name:
-            top = ep.value.split(":")[0].split(".")[0]
-            spec = importlib.util.find_spec(top)  # a top-level name: found, not imported
-            if spec is None:
-                return []
-            if spec.submodule_search_locations:
-                return [str(p) for p in spec.submodule_search_locations]
-            return [spec.origin] if spec.origin else []
-    return []
+            return ep
+    raise PLDError(f"no entry point {name!r} in group {ENTRY_POINT_GROUP}")
 
 
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def _signal_name(code: int) -> str:
+def _signal_name(number: int) -> str:
     try:
-        return signal.Signals(-code).name
+        return signal.Signals(number).name
     except ValueError:
-        return f"signal {-code}"
+        return f"signal {number}"
 
 
-# -- the parent's end of the pipe ---------------------------------------------------------------------
+def _ms(seconds: float) -> str:
+    return f"{1e3 * seconds:.0f} ms" if seconds < 1 else f"{seconds:g} s"
+
+
+# -- the parent's end of the sandbox ----------------------------------------------------------------------
 class Sandbox:
-    """One submission's child process. Use as a context manager; every failure is a Disqualified."""
+    """One submission's child process. Use as a context manager; every failure is a Disqualified
+    (or a PLDError when the sandbox itself cannot start, or cannot give required isolation)."""
 
     def __init__(self, submission: Submission, vocab_size: int, limits: Limits = Limits(),
-                 deny: Sequence[str | Path] = (), landlock: bool = True, audit_hook: bool = True) -> None:
+                 deny: Sequence[str | Path] = (), landlock: bool = True, audit_hook: bool = True,
+                 seccomp: bool = True, bwrap: bool = True, require_isolation: bool = False) -> None:
         self.submission, self.vocab_size, self.limits = submission, int(vocab_size), limits
-        self.landlock, self.audit_hook = landlock, audit_hook  # turning a layer off is for tests
-        self.deny = [os.path.realpath(p) for p in [*deny, cache_dir()]]
+        # turning a layer off is for tests (and kernels where one misbehaves)
+        self.landlock, self.audit_hook, self.seccomp = landlock, audit_hook, seccomp
+        self.bwrap_problem = isolation.bwrap_problem() if bwrap else "turned off"
+        self.require_isolation = require_isolation
+        self.deny = [os.path.realpath(p) for p in [*deny, cache_dir(), *isolation.forbidden_paths()]]
         self.isolation = "?"
+        self.layers: list[str] = []
         self.setup_s = 0.0
+        self.overhead_s = 0.0  # the protocol's own CPU cost per request, left out of every charge
+        self.wants_top = 0
+        self.refused: list[str] = []
+        self.refused_count = 0
+        self.reset_total_s = 0.0  # the parent's measure of every reset so far
         self.log_tail = ""
         self._proc: subprocess.Popen | None = None
-        self._conn = None
+        self._pipe: Pipe | None = None
+        self._tail: OutputTail | None = None
+        self._refusals: int | None = None  # the read end of the refusal channel
+        self._refusal_fd = -1  # its write end's number in the child
+        self._pid: int | None = None  # the child's pid as this process sees it
         self._root: Path | None = None
+        self._home: Path | None = None
         self._deadline = math.inf
-        self._stats: dict | None = None
+        self._mark = 0.0  # the child's CPU clock at its last answer
+        self._last_seen: tuple[float | None, int | None] = (None, None)  # CPU s and peak kB, read before a kill
+
+    @property
+    def bwrapped(self) -> bool:
+        return self.bwrap_problem is None
+
+    @property
+    def full_isolation(self) -> bool:
+        return all(layer in self.layers for layer in FULL_ISOLATION)
 
     # -- lifecycle ------------------------------------------------------------------------------------
     def __enter__(self) -> "Sandbox":
@@ -176,137 +222,282 @@ class Sandbox:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def roots(self) -> list[str]:
+    def roots(self) -> tuple[list[str], list[str]]:
+        """(reads, hidden) of the child; a denied path (traces, board, model, caches) under a
+        readable one is a PLDError."""
         lookup_dir = str(Path(lookup.__file__).resolve().parent)
-        reads = child_side.read_roots(lookup_dir, tuple(self.submission.extra_roots()))
+        reads, hidden = isolation.read_paths(lookup_dir, [str(CHILD_SCRIPT), str(CONFINE_SCRIPT),
+                                                          *self.submission.extra_roots()])
         # a cache set to a folder that holds the Python installation (PLD_LAB_CACHE=$HOME) cannot be
         # denied wholesale; the trace folders inside it still are
-        self.deny = [d for d in self.deny if not any(_under(r, d) for r in reads)]
+        self.deny = [d for d in self.deny if not any(isolation.under(r, d) for r in reads)]
         for denied in self.deny:
             for root in reads:
-                if _under(denied, root):
+                if isolation.under(denied, root) and not any(isolation.under(denied, h) for h in hidden):
                     raise PLDError(f"{denied} lies under {root}, which submissions may read; move it elsewhere")
-        return reads
+        return reads, hidden
 
     def start(self) -> None:
-        """Start the child and wait until the submission is loaded and warmed up."""
-        reads = self.roots()
+        """Start the child, learn which layers hold, calibrate, load and warm up the submission."""
+        reads, hidden = self.roots()
         _refresh_kernel_caches()
         _sweep_stale_dirs()
-        self._root = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
-        home = self._root / "home"
-        (home / "cache").mkdir(parents=True)
-        (home / "tmp").mkdir()
-        env = {
+        t0 = time.monotonic()
+        self._launch(reads, hidden)
+        self._confined(reads, hidden, t0 + self.limits.setup_s + self.limits.margin_s)
+        self._mark = self._cpu()
+        self._calibrate()
+        self._load(t0 + self.limits.setup_s + self.limits.margin_s)
+        self.setup_s = time.monotonic() - t0
+        self._mark = self._cpu()
+        self._deadline = time.monotonic() + self.limits.total_s
+
+    def _environment(self, home: Path) -> dict:
+        return {
             "HOME": str(home), "PLD_LAB_CACHE": str(home / "cache"), "TMPDIR": str(home / "tmp"),
             "XDG_CACHE_HOME": str(home / "cache"), "PATH": os.defpath, "LANG": "C.UTF-8",
             "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
         }
-        parent_end, child_end = Pipe(duplex=True)
-        log = open(self._root / "child.log", "wb")
+
+    def _launch(self, reads: list[str], hidden: list[str]) -> None:
+        self._root = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
+        self._home = self._root / "home"
+        for sub in ("cache", "tmp"):  # inside bubblewrap the scratch tmpfs covers these: the child makes them again
+            (self._home / sub).mkdir(parents=True)
+        parent_sock, child_sock = socket.socketpair()
+        refusal_r, refusal_w = os.pipe()
+        log_r, log_w = os.pipe()
+        info_r, info_w = os.pipe() if self.bwrapped else (None, None)
+        command = [sys.executable, "-I", "-B", str(CHILD_SCRIPT), str(child_sock.fileno())]
+        if self.bwrapped:
+            command = isolation.bwrap_command(reads, hidden, str(self._home), self.limits.file_bytes, info_w) + command
+        fds = [child_sock.fileno(), refusal_w] + ([info_w] if info_w is not None else [])
         try:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-B", str(CHILD_SCRIPT), str(child_end.fileno())],
-                cwd=home, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                pass_fds=(child_end.fileno(),), close_fds=True, start_new_session=True,
-            )
+            self._proc = subprocess.Popen(command, cwd=self._home, env=self._environment(self._home),
+                                          stdin=subprocess.DEVNULL, stdout=log_w, stderr=subprocess.STDOUT,
+                                          pass_fds=fds, close_fds=True, start_new_session=True)
         finally:
-            child_end.close()
-            log.close()
-        self._conn = parent_end
+            child_sock.close()
+            for fd in (refusal_w, log_w, info_w):
+                if fd is not None:
+                    os.close(fd)
+            self._pipe, self._refusals = Pipe(parent_sock), refusal_r
+            os.set_blocking(refusal_r, False)
+            self._tail = OutputTail(log_r)
+            self._tail.start()
+        self._refusal_fd = refusal_w  # its number in the child (passed at the same number)
+        self._pid = self._proc.pid if info_r is None else self._bwrap_child(info_r)
+
+    def _bwrap_child(self, info_r: int) -> int:
+        """The sandboxed child's pid, from bubblewrap's report (it runs as pid 1 of its namespace)."""
+        deadline, data = time.monotonic() + 30.0, b""
+        try:
+            while time.monotonic() < deadline and len(data) < 4096:
+                ready, _, _ = select.select([info_r], [], [], max(0.0, deadline - time.monotonic()))
+                chunk = os.read(info_r, 4096) if ready else b""
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(info_r)
+        try:
+            pid = json.loads(data.decode())["child-pid"]
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            raise PLDError(f"the sandbox could not start: bubblewrap reported {data[:200]!r}") from None
+        return int(pid)
+
+    def _confined(self, reads: list[str], hidden: list[str], deadline: float) -> None:
+        """Send the hello; wait for the child's report of the layers that hold (made before any
+        submitted code ran, so it is true)."""
+        home = str(self._home)
         hello = {
-            "source": self.submission.source, "params": self.submission.params, "vocab_size": self.vocab_size,
-            "limits": self.limits.to_dict(), "lookup_dir": str(Path(lookup.__file__).resolve().parent),
-            "read_roots": reads, "write_root": str(home), "deny_roots": self.deny, "landlock": self.landlock,
+            "source": self.submission.child_source(), "params": self.submission.params,
+            "vocab_size": self.vocab_size, "limits": self.limits.to_dict(),
+            # where a tmpfs holds the scratch files, they are memory too: the two share the limit
+            "address_bytes": self.limits.memory_bytes - (self.limits.file_bytes if self.bwrapped else 0),
+            "lookup_dir": str(Path(lookup.__file__).resolve().parent), "confine_path": str(CONFINE_SCRIPT),
+            "read_roots": reads, "hidden_roots": hidden, "list_roots": isolation.list_paths(), "write_root": home,
+            "deny_roots": self.deny, "devices": [d for d in isolation.DEVICES if os.path.exists(d)],
+            "refusal_fd": self._refusal_fd, "landlock": self.landlock, "seccomp": self.seccomp,
             "audit_hook": self.audit_hook,
         }
-        t0 = time.monotonic()
-        reply = self._json(self.request(hello, self.limits.setup_s, "start-up", total=False))
-        self.isolation = reply.get("isolation", "?")
-        self.setup_s = time.monotonic() - t0
-        self._deadline = time.monotonic() + self.limits.total_s
+        data = self._exchange(hello, deadline, "start-up", self._late_start())
+        reply = json_answer(data)
+        if "error" in reply:
+            fields(reply, {"error": str, "message": str})
+            raise PLDError(f"the sandbox could not start: {clean(reply['message'], 500)}")
+        layers = fields(reply, {"ready": bool, "layers": list})["layers"]
+        if not all(type(x) is str and len(x) < 40 for x in layers):
+            raise protocol_error("a malformed report of the sandbox's layers")
+        self.layers = (["bwrap"] if self.bwrapped else []) + layers
+        self.isolation = "+".join(self.layers) or "none"
+        if self.require_isolation and not self.full_isolation:
+            missing = [layer for layer in FULL_ISOLATION if layer not in self.layers]
+            why = {"bwrap": f"bubblewrap: {self.bwrap_problem}", "seccomp": "seccomp: libseccomp is missing"}
+            raise PLDError("full isolation is required but this machine lacks " + "; ".join(why[m] for m in missing)
+                           + " (as root, `make setup` installs what is needed)")
+
+    def _late_start(self) -> Disqualified:
+        return Disqualified("timeout", f"start-up took over {self.limits.setup_s:g} s; killed")
+
+    def _calibrate(self) -> None:
+        """What one request costs the child when the drafter does nothing (the least of a few)."""
+        message = ("step", [("e", list(child_side.CALIBRATION_DRAFT)), ("o", 3, True)], DRAFT_BUDGET)
+        costs = []
+        for _ in range(CALIBRATION_STEPS):
+            data, charged, _ = self.call(message, self.limits.setup_s, "calibration", total=False, check=False)
+            draft_answer(data, DRAFT_BUDGET)
+            costs.append(charged)
+        self.overhead_s = min(costs)
+
+    def _load(self, deadline: float) -> None:
+        data = self._exchange(("load",), deadline, "start-up", self._late_start())
+        reply = json_answer(data)
+        error = error_in(reply, ("load", "exception"))
+        if error is not None:
+            self.kill()
+            raise error
+        wants = fields(reply, {"loaded": bool, "wants_top": int})["wants_top"]
+        if wants < 0:
+            raise protocol_error(f"wants_top {wants}")
+        self.wants_top = min(wants, MAX_TOP)
 
     def close(self) -> None:
         if self._proc is not None:
-            if self._proc.poll() is None and self._conn is not None:
+            if self._proc.poll() is None and self._pipe is not None:
                 try:
-                    self._conn.send(("quit",))
+                    self._pipe.send(("quit",), time.monotonic() + 1.0)
                     self._proc.wait(timeout=1.0)
                 except (OSError, subprocess.TimeoutExpired):
                     pass
             self.kill()
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._pipe is not None:
+            self._pipe.close()
+            self._pipe = None
+        self._drain_refusals()
+        if self._refusals is not None:
+            os.close(self._refusals)
+            self._refusals = None
+        if self._tail is not None:
+            self._tail.join(timeout=5.0)
+            self.log_tail = self._tail.text
+            self._tail = None
         if self._root is not None:
-            self.log_tail = self._read_log()
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
 
     def kill(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._last_seen = self._measure()
+        for pid, kill in ((self._pid, os.kill), (self._proc.pid, os.killpg)):
             try:
-                os.killpg(self._proc.pid, signal.SIGKILL)  # the child's own session: anything it started too
-            except OSError:
-                self._proc.kill()
-            self._proc.wait()
+                kill(pid, signal.SIGKILL)  # the child; then bubblewrap's (or the child's own) session
+            except (OSError, TypeError):
+                pass
+        self._proc.wait()
 
-    def _read_log(self, limit: int = 16000) -> str:
-        path = (self._root or Path("/nonexistent")) / "child.log"
+    # -- the child's clock, memory, refusals and files ------------------------------------------------------
+    def _cpu(self) -> float:
         try:
-            with open(path, "rb") as f:
-                f.seek(max(0, os.path.getsize(path) - limit))
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+            return isolation.cpu_seconds(self._pid)
+        except (OSError, ValueError, IndexError, TypeError):
+            return self._mark  # the child is gone: the next read of the pipe says how
+
+    def _drain_refusals(self) -> None:
+        """Read what the audit hook refused since the last time (the child wrote each at once)."""
+        if self._refusals is None:
+            return
+        while True:
+            try:
+                chunk = os.read(self._refusals, 1 << 16)
+            except (BlockingIOError, OSError):
+                return
+            if not chunk:
+                return
+            lines = [line for line in chunk.split(b"\n") if line]  # newlines only: a path may hold any other byte
+            self.refused_count += len(lines)
+            for line in lines:
+                if len(self.refused) < 50:
+                    self.refused.append(clean(line.decode("utf-8", "replace"), 200))
+
+    def _check_disk(self) -> None:
+        """Where no tmpfs caps the scratch files, their total is checked before and after every sequence."""
+        if self.bwrapped or self._home is None:
+            return
+        used = 0
+        for folder, _, files in os.walk(self._home):
+            for name in files:
+                try:
+                    used += os.lstat(os.path.join(folder, name)).st_blocks * 512
+                except OSError:
+                    pass
+        if used > self.limits.file_bytes:
+            self.kill()
+            raise Disqualified("disk", f"scratch files hold {used >> 20} MiB (limit {self.limits.file_bytes >> 20} MiB)")
+
+    def _measure(self) -> tuple[float | None, int | None]:
+        """(CPU seconds, peak resident kB) of the child while it lives; what was last seen after."""
+        if self._proc is None or self._proc.poll() is not None or self._pid is None:
+            return self._last_seen
+        return round(self._cpu(), 6), isolation.peak_memory_kb(self._pid)
+
+    def usage(self) -> dict:
+        """What the parent measured of the child: CPU seconds, peak memory, refused operations."""
+        self._drain_refusals()
+        cpu_s, peak_kb = self._measure()
+        return {"cpu_s": cpu_s, "max_rss_kb": peak_kb, "refused_count": self.refused_count,
+                "refused": list(self.refused), "overhead_us": round(1e6 * self.overhead_s, 3)}
 
     # -- messages -------------------------------------------------------------------------------------
-    def request(self, message, limit: float, what: str, total: bool = True) -> bytes:
-        """Send one message, wait for its answer at most ``limit`` + margin (and, when ``total``,
-        never past the whole replay's limit)."""
-        if self._proc is None or self._conn is None:
+    def _exchange(self, message, deadline: float, what: str, late: Disqualified | None = None) -> bytes:
+        """Send one message and read one answer by ``deadline``; no answer in time kills the child
+        and raises ``late``."""
+        if self._proc is None or self._pipe is None:
             raise PLDError("the sandbox is not running")
         try:
-            self._conn.send(message)
-        except OSError:
-            raise self._crashed(what) from None
-        wait = limit + self.limits.margin_s
-        left = self._deadline - time.monotonic() if total else math.inf
-        if not self._conn.poll(max(0.0, min(wait, left))):
+            self._pipe.send(message, deadline)
+            return self._pipe.receive(deadline, self.limits.max_message)
+        except TimeoutError:
             self.kill()
-            if left < wait:
-                raise Disqualified("total-time", f"the replay ran past its limit of {self.limits.total_s:g} s")
-            raise Disqualified("timeout", f"no answer to {what} within {wait:.2f} s "
-                                          f"(limit {_ms(limit)} + {self.limits.margin_s:g} s grace); killed")
-        try:
-            data = self._conn.recv_bytes(self.limits.max_message)
+            raise late or Disqualified("timeout", f"no answer to {what} in time; killed") from None
         except EOFError:
             raise self._crashed(what) from None
+        except ValueError:
+            self.kill()
+            raise protocol_error(f"an answer to {what} longer than {self.limits.max_message} bytes") from None
         except OSError:
-            self.kill()
-            raise Disqualified("invalid", f"an answer to {what} longer than {self.limits.max_message} bytes") from None
-        if data[:1] == b"J":
-            reply = self._json(data)
-            if "error" in reply:
-                kind = str(reply["error"])
-                message = str(reply.get("message", ""))[:500]
-                if kind == "load":
-                    raise PLDError(f"{self.submission.describe()}: {message}")
-                if kind == "sandbox":
-                    raise PLDError(f"the sandbox could not start: {message}")
-                self._stats = {"refused": reply.get("refused", [])}
-                raise Disqualified(kind, message)
-        return data
+            raise self._crashed(what) from None
 
-    def _json(self, data: bytes) -> dict:
-        try:
-            reply = json.loads(data[1:].decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            reply = None
-        if not isinstance(reply, dict) or data[:1] != b"J":
-            self.kill()
-            raise Disqualified("invalid", "the child sent a malformed message")
-        return reply
+    def call(self, message, limit: float, what: str, total: bool = True, check: bool = True) -> tuple[bytes, float, float]:
+        """One request of the replay: wait at most ``limit`` + margin (and, with ``total``, never
+        past the whole replay's limit). Returns (answer, CPU seconds charged, wall seconds).
+
+        The charge is what the child's CPU clock advanced since its previous answer, less the
+        protocol's cost. With ``check``, a charge and a round trip both over ``limit`` are too slow,
+        and an error report from the child is raised as the Disqualified it stands for.
+        """
+        wait = limit + self.limits.margin_s
+        left = self._deadline - time.monotonic() if total else math.inf
+        if left < wait:
+            late = Disqualified("total-time", f"the replay ran past its limit of {self.limits.total_s:g} s")
+        else:
+            late = Disqualified("timeout", f"no answer to {what} within {wait:.2f} s "
+                                           f"(limit {_ms(limit)} + {self.limits.margin_s:g} s grace); killed")
+        t0 = time.perf_counter()
+        data = self._exchange(message, time.monotonic() + max(0.0, min(wait, left)), what, late)
+        wall = time.perf_counter() - t0
+        now = self._cpu()
+        charged, self._mark = max(0.0, now - self._mark - self.overhead_s), now
+        if check:
+            if data[:1] == b"J":  # an error report: the child's last word either way
+                self.kill()
+                raise error_in(json_answer(data), ("slow", "invalid", "exception")) or protocol_error(
+                    f"a report in answer to {what}")
+            if charged > limit and wall > limit:
+                self.kill()
+                raise Disqualified("slow", f"{what} took {_ms(charged)} of CPU (limit {_ms(limit)}; measured by the parent)")
+        return data, charged, wall
 
     def _crashed(self, what: str) -> Disqualified:
         code = None
@@ -316,16 +507,16 @@ class Sandbox:
             except subprocess.TimeoutExpired:
                 self.kill()
                 code = self._proc.returncode
-        how = "exited" if code is None else (f"killed by {_signal_name(code)}" if code < 0 else f"exited with code {code}")
-        last = [line for line in self._read_log().strip().splitlines() if line.strip()]
+        if code == child_side.EXIT_TAMPERED:
+            return protocol_error("the submission closed or replaced the sandbox's refusal channel")
+        if code is not None and self.bwrapped and code > 128:
+            code = -(code - 128)  # bubblewrap exits with 128 + the signal that killed the child
+        how = "exited" if code is None else (f"killed by {_signal_name(-code)}" if code < 0 else f"exited with code {code}")
+        if self._tail is not None:
+            self._tail.join(timeout=2.0)
+        last = [line for line in (self._tail.text if self._tail else "").strip().splitlines() if line.strip()]
         tail = f"; last output: {last[-1].strip()[:200]}" if last else ""
         return Disqualified("crash", f"the process {how} during {what}{tail}")
-
-    def stats(self) -> dict:
-        """What the child reports at the end: refused operations, CPU seconds, peak memory, isolation."""
-        if self._stats is None:
-            self._stats = self._json(self.request(("stats",), 5.0, "stats", total=False))
-        return self._stats
 
     # -- replay ---------------------------------------------------------------------------------------
     def drafter(self) -> "SandboxedDrafter":
@@ -339,8 +530,12 @@ class Sandbox:
         except DraftError as exc:
             self.kill()
             raise Disqualified("invalid", str(exc).replace(" (SandboxedDrafter)", "")) from None
+        except PLDError as exc:  # the benchmark cannot serve this drafter (no top-k rows, say)
+            self.kill()
+            raise Disqualified("unscorable", str(exc)) from None
         drafter.finish()
         drafter.apply_times(out.stats)
+        self._check_disk()
         return out, drafter.round_trip_s
 
     def generate(self, target, prompt, max_new_tokens: int, **kwargs):
@@ -381,110 +576,101 @@ def _refresh_kernel_caches() -> None:
     if _caches_fresh:
         return
     _caches_fresh = True
+    sequence = [1, 2, 3, 1, 2, 3, 4, 1, 2, 3]
     for name in lookup.builtin_names():
-        try:
-            lookup.create(name).reset([1, 2, 3, 1, 2])
+        try:  # every call a replay makes, so that every kernel is compiled (and cached) here
+            drafter = lookup.create(name)
+            drafter.reset(sequence)
+            draft = drafter.propose(8)
+            drafter.extend([1])
+            drafter.observe(draft, 0)
         except Exception:  # noqa: BLE001 - a built-in that needs parameters warms itself when used
             pass
 
 
-def _ms(seconds: float) -> str:
-    return f"{1e3 * seconds:.0f} ms" if seconds < 1 else f"{seconds:g} s"
-
-
 class SandboxedDrafter(Drafter):
-    """The parent's stand-in for the submission: forwards every call to the child, batched per step."""
+    """The parent's stand-in for the submission: forwards every call to the child, batched per step,
+    and keeps the parent's measure of each step's cost."""
 
     def __init__(self, box: Sandbox) -> None:
         super().__init__()
         self.box = box
         self.name = box.submission.name
-        self.step_s: list[float] = []  # child-measured propose + extend + observe, per step
+        self.wants_top = box.wants_top  # what the child's drafter asked for, at most MAX_TOP
+        self.step_s: list[float] = [0.0]  # child CPU seconds charged per step (the last: not yet a step)
         self.reset_s = 0.0
         self.round_trip_s = 0.0  # the parent's wall time waiting on the child, per sequence
         self._events: list[tuple] = []
-        self._event_steps: list[int] = []
+        self._wait = 0.0  # the time limits of the queued calls, added up
         self._last: Draft | None = None
-        self._propose_s = 0.0
+        self._proposed = False
 
     def reset(self, prompt) -> None:
-        self.step_s, self._events, self._event_steps = [], [], []
-        self._last, self._propose_s, self.round_trip_s = None, 0.0, 0.0
-        t0 = time.perf_counter()
-        reply = self.box._json(self.box.request(("reset", [int(t) for t in prompt]), self.box.limits.reset_s, "reset"))
-        self.round_trip_s += time.perf_counter() - t0
-        self.reset_s = float(reply.get("s", 0.0)) if _finite(reply.get("s", 0.0)) else 0.0
+        self.box._check_disk()
+        self.box._drain_refusals()
+        self._events, self._wait, self._last, self._proposed = [], 0.0, None, False
+        data, charged, wall = self.box.call(("reset", [int(t) for t in prompt]), self.box.limits.reset_s, "reset")
+        if data != child_side.RESET_DONE:
+            self.box.kill()
+            raise protocol_error("an answer to reset that is not its acknowledgement")
+        self.reset_s, self.step_s, self.round_trip_s = charged, [charged], wall  # reset counts as step 0's
+        self.box.reset_total_s += charged
+
+    def _queue(self, event: tuple, limit: float) -> None:
+        self._events.append(event)
+        self._wait += limit
 
     def extend(self, tokens) -> None:
-        self._events.append(("e", [int(t) for t in tokens]))
-        self._event_steps.append(len(self.step_s))
+        self._queue(("e", [int(t) for t in tokens]), self.box.limits.call_s)
 
     def observe(self, draft: Draft, accepted: int) -> None:
         used = self._last is not None and draft is self._last
-        self._events.append(("o", int(accepted), used))
-        self._event_steps.append(len(self.step_s))
-        self.step_s.append(self._propose_s if used else 0.0)  # extend/observe time added when reported
-        self._propose_s, self._last = 0.0, None
+        self._queue(("o", int(accepted), used), self.box.limits.call_s)
+        self.step_s.append(0.0)
+        self._last = None
+
+    def observe_top(self, tokens: np.ndarray, top: np.ndarray, probs: np.ndarray) -> None:
+        """Queue the target's top-k rows for the child, as bytes ([n] int64, [n, k] int64, [n, k] float16)."""
+        tokens = np.ascontiguousarray(tokens, dtype="<i8").reshape(-1)
+        top = np.ascontiguousarray(top, dtype="<i8").reshape(len(tokens), -1)
+        probs = np.ascontiguousarray(probs, dtype="<f2").reshape(top.shape)
+        prompt = not self._proposed  # the prompt's rows come before the first propose: reset's limit
+        limits = self.box.limits
+        self._queue(("t", tokens.tobytes(), int(top.shape[1]), top.tobytes(), probs.tobytes(), prompt),
+                    limits.reset_s if prompt else limits.call_s)
 
     def propose(self, budget: int) -> Draft:
+        self._proposed = True
         draft = self._send(int(budget))
         self._last = draft
         return draft
 
     def finish(self) -> None:
-        """Deliver the last step's extend/observe (their timings count too)."""
+        """Deliver the last step's extend/observe (their time counts too)."""
         if self._events:
             self._send(None)
 
     def _send(self, budget: int | None) -> Draft | None:
-        events, steps = self._events, self._event_steps
-        self._events, self._event_steps = [], []
-        calls = len(events) + (budget is not None)
-        t0 = time.perf_counter()
-        data = self.box.request(("step", events, budget), self.box.limits.call_s * max(calls, 1),
-                                "propose" if budget is not None else "extend/observe")
-        self.round_trip_s += time.perf_counter() - t0
-        head = child_side.DRAFT_HEADER
-        if data[:1] != b"D" or len(data) < 1 + head.size:
-            raise self._invalid("the child answered a step with something other than a draft")
-        n, n_parents, n_times, propose_s, _cpu = head.unpack_from(data, 1)
-        if n_times != len(events) or n < 0 or n_parents not in (-1, n) or (budget is None and n):
-            raise self._invalid(f"malformed draft message ({n} tokens, {n_parents} parents, {n_times} timings)")
-        if 1 + head.size + 8 * n_times + 8 * n + 4 * max(n_parents, 0) != len(data):
-            raise self._invalid("malformed draft message (its length disagrees with its header)")
-        at = 1 + head.size
-        times = np.frombuffer(data, "<f8", n_times, at)
-        at += 8 * n_times
-        if not (_finite(propose_s) and propose_s >= 0 and np.all(np.isfinite(times)) and np.all(times >= 0)):
-            raise self._invalid("the child reported impossible timings")
-        for step, seconds in zip(steps, times.tolist()):
-            while step >= len(self.step_s):
-                self.step_s.append(0.0)
-            self.step_s[step] += seconds
-        if budget is None:
-            return None
-        tokens = np.frombuffer(data, "<i8", n, at).astype(np.int64)
-        parents = None if n_parents < 0 else np.frombuffer(data, "<i4", n, at + 8 * n).astype(np.int32)
-        draft = Draft(tokens, parents)
-        problem = draft.problem()
-        if problem:
-            raise self._invalid(f"malformed tree: {problem}")
-        self._propose_s = float(propose_s)
-        return draft
-
-    def _invalid(self, message: str) -> Disqualified:
-        self.box.kill()
-        return Disqualified("invalid", message)
+        events, wait = self._events, self._wait + (self.box.limits.call_s if budget is not None else 0.0)
+        self._events, self._wait = [], 0.0
+        what = "propose" if budget is not None else "extend/observe"
+        data, charged, wall = self.box.call(("step", events, budget), wait, what)
+        self.round_trip_s += wall
+        self.step_s[-1] += charged
+        try:
+            return draft_answer(data, budget)
+        except Disqualified:
+            self.box.kill()
+            raise
 
     def apply_times(self, stats) -> None:
-        """Replace the parent's timings (which include the pipe) by the child's own measurements."""
-        for record, seconds in zip(stats.steps, self.step_s):
+        """Set each step's drafter time to the parent's measure (reset in the first step's), and the total."""
+        steps = stats.steps
+        for record, seconds in zip(steps, self.step_s):
             record.drafter_s = seconds
-        stats.drafter_s = sum(self.step_s[: len(stats.steps)]) + self.reset_s
-
-
-def _finite(x) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
+        if steps and len(self.step_s) > len(steps):  # the last extend/observe, delivered after the last step
+            steps[-1].drafter_s += sum(self.step_s[len(steps):])
+        stats.drafter_s = sum(self.step_s)
 
 
 # -- a whole evaluation -------------------------------------------------------------------------------
@@ -497,11 +683,13 @@ class Evaluation:
     reason: str | None = None  # None = every case ran within the rules
     refused: list[str] = field(default_factory=list)
     isolation: str = "?"
+    full_isolation: bool = False
     setup_s: float = 0.0
     seconds: float = 0.0
     round_trip_s: float = 0.0
+    reset_s: float = 0.0  # the parent's measure of every reset, added up
     log_tail: str = ""
-    child: dict = field(default_factory=dict)
+    usage: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -509,7 +697,8 @@ class Evaluation:
 
 
 def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequence[str | Path] = (),
-             landlock: bool = True, progress: Callable[[], None] | None = None) -> Evaluation:
+             landlock: bool = True, progress: Callable[[], None] | None = None,
+             require_isolation: bool = False) -> Evaluation:
     """Replay ``submission`` over every case of ``sets`` in one sandbox; never raises Disqualified."""
     vocab = max((c.vocab_size for s in sets for c in s.cases), default=0)
     if not vocab:
@@ -517,10 +706,10 @@ def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequ
     deny = [*deny, *{str(Path(s.path).resolve().parent) for s in sets}]
     result = Evaluation(submission)
     t0 = time.perf_counter()
-    box = Sandbox(submission, vocab, limits, deny, landlock)
+    box = Sandbox(submission, vocab, limits, deny, landlock, require_isolation=require_isolation)
     try:
         with box:
-            result.isolation, result.setup_s = box.isolation, box.setup_s
+            result.setup_s = box.setup_s
             for trace_set in sets:
                 for case in trace_set.cases:
                     out, rt = box.replay(case, trace_set.profile)
@@ -528,12 +717,14 @@ def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequ
                     result.round_trip_s += rt
                     if progress is not None:
                         progress()
-            result.child = box.stats()
+            result.usage = box.usage()
     except Disqualified as exc:
         result.reason = exc.reason
-        result.child = box._stats or {}
+        result.usage = box.usage()
     finally:
         result.log_tail = box.log_tail
-    result.refused = list(result.child.get("refused", []))
+        result.isolation, result.full_isolation = box.isolation, box.full_isolation
+        result.reset_s = box.reset_total_s
+    result.refused = list(result.usage.get("refused", []))
     result.seconds = time.perf_counter() - t0
     return result

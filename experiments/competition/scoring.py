@@ -16,17 +16,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-import numpy as np
-
-from decoding.generate import StepRecord
+from experiments.benchmarks.paths import portable_path
 from experiments.benchmarks.traces import TraceCase, benchmark_hash
 from experiments.reporting.summary import est_speedup_of, geo_mean, summarize
 from experiments.running.methods import Run
+from experiments.running.oracle import ORACLE_CAP, cost_aware_oracle_times, oracle_steps
 from experiments.running.rows import CaseResult, case_result
 from lookup.cost import CostProfile
 
-#: the oracle's longest draft, in tokens
-ORACLE_CAP = 64
 #: the large-GPU regime: verifying up to 64 tokens costs one forward of a 7B-class model on a big
 #: GPU, so that drafter microseconds weigh what they would weigh there
 GPU_FORWARD_S = 0.025
@@ -39,7 +36,7 @@ def benchmark_info(sets, folder) -> dict:
     cpu = sets[0].profile
     return {
         "hash": benchmark_hash(sets),
-        "folder": str(folder),
+        "folder": portable_path(folder),
         "tasks": {s.task: len(s.cases) for s in sets},
         "cases": sum(len(s.cases) for s in sets),
         "tokens": sum(s.tokens for s in sets),
@@ -89,87 +86,7 @@ def entry_scores(cpu: Sequence[CaseResult], gpu: Sequence[CaseResult]) -> dict:
     }
 
 
-# -- the oracle ----------------------------------------------------------------------------------------
-def oracle_runs(seq: Sequence[int] | np.ndarray, start: int, cap: int = ORACLE_CAP) -> np.ndarray:
-    """The longest correct lookup run at every context length ``L`` in ``[start, len(seq))``.  # [T-start] int64
-
-    At ``L`` (last token ``seq[L-1]``): the longest run of the true continuation ``seq[L:]`` that
-    follows some earlier occurrence ``j < L-1`` of the last token, ``max_j lcp(seq[j+1:], seq[L:])``
-    -- a run may overlap the future, as a drafter copying its own draft would -- capped at ``cap``
-    and at the tokens left minus one (the target always adds one); 0 when nothing matches.
-
-    Cost: per position, one pass over the earlier tokens, then a shrinking candidate set per
-    matched token: milliseconds for a long trace.
-    """
-    seq = np.asarray(seq, dtype=np.int64)
-    total = len(seq)
-    runs = np.zeros(max(total - int(start), 0), dtype=np.int64)
-    for pos in range(int(start), total):
-        limit = min(cap, total - pos - 1)
-        run = 0
-        if limit > 0 and pos >= 1:
-            cand = np.flatnonzero(seq[: pos - 1] == seq[pos - 1]) + 1  # where each continuation starts
-            while cand.size and run < limit:
-                cand = cand[seq[cand + run] == seq[pos + run]]  # cand + run <= pos - 1 + run < total
-                if cand.size:
-                    run += 1
-        runs[pos - start] = run
-    return runs
-
-
-def oracle_accepts(seq: Sequence[int] | np.ndarray, start: int, cap: int = ORACLE_CAP) -> np.ndarray:
-    """Accepted draft tokens per step of the lookup oracle generating ``seq[start:]``.  # [steps] int64
-
-    Each step drafts the longest correct run (:func:`oracle_runs`), so nothing is wasted and tau is
-    the highest any lookup drafter can reach: how far a step reaches never decreases with the
-    context length, so taking the longest run every time is optimal.
-    """
-    runs = oracle_runs(seq, start, cap)
-    out, pos = [], 0
-    while pos < len(runs):
-        out.append(int(runs[pos]))
-        pos += int(runs[pos]) + 1
-    return np.asarray(out, dtype=np.int64)
-
-
-def oracle_steps(case: TraceCase, profile: CostProfile, cap: int = ORACLE_CAP) -> list[StepRecord]:
-    """The oracle's steps over one trace case: it drafts exactly the run it knows will be accepted."""
-    seq = np.concatenate([np.asarray(case.prompt, dtype=np.int64), np.asarray(case.output, dtype=np.int64)])
-    steps, context = [], len(case.prompt)
-    for a in oracle_accepts(seq, len(case.prompt), cap).tolist():
-        steps.append(StepRecord(context, a, a, a + 1, 0.0, profile.cost(a + 1, context)))
-        context += a + 1
-    return steps
-
-
-def cost_aware_oracle_times(case: TraceCase, profile: CostProfile, cap: int = ORACLE_CAP) -> tuple[float, float]:
-    """(plain decoding's seconds, the best run's seconds) of the cost-aware oracle under ``profile``
-    (decoding phase): the estimated-speedup ceiling of lookup is their ratio, the oracle that also knows the
-    cost of a forward, and drafts a prefix of the longest correct run (possibly nothing) wherever
-    that makes the whole generation cheapest (dynamic programming over positions).
-
-    On a CPU, where verifying 2 tokens costs well over one plain step, drafting every 1-token run loses
-    time; this oracle skips those, so its speedup bounds every lookup drafter's under ``profile``.
-    """
-    seq = np.concatenate([np.asarray(case.prompt, dtype=np.int64), np.asarray(case.output, dtype=np.int64)])
-    runs = oracle_runs(seq, len(case.prompt), cap)
-    n = len(runs)
-    if n == 0:
-        return 0.0, 0.0
-    start = len(case.prompt)
-    best = np.zeros(n + 1)
-    plain = 0.0
-    for pos in range(n - 1, -1, -1):
-        # a drafter may draft more than it gets accepted: moving k+1 tokens costs at least the
-        # cheapest forward over >= k+1 tokens (at this step's context)
-        costs = np.array([profile.cost(m, start + pos) for m in range(1, cap + 2)])
-        cheapest = np.minimum.accumulate(costs[::-1])[::-1]  # [cap+1]: cheapest[k] = min cost over >= k+1 tokens
-        k = np.arange(int(runs[pos]) + 1)
-        best[pos] = np.min(cheapest[k] + best[pos + k + 1])
-        plain += costs[0]
-    return plain, float(best[0])
-
-
+# -- the oracle (experiments.running.oracle) ---------------------------------------------------------
 def cost_aware_oracle_speedup(case: TraceCase, profile: CostProfile, cap: int = ORACLE_CAP) -> float:
     """The estimated-speedup ceiling of lookup under ``profile`` (see :func:`cost_aware_oracle_times`)."""
     plain, best = cost_aware_oracle_times(case, profile, cap)

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_sandbox import QUICK, make_trace_folder  # tests/experiments is on sys.path under pytest
+from toys_competition import QUICK, make_trace_folder, top_rows  # tests/experiments/competition is on sys.path
 
 import lookup
+import lookup.peers
 from experiments import leaderboard as cli
 from experiments.benchmarks.traces import TraceCase, benchmark_hash, load_trace_sets
 from experiments.competition import board as board_file
@@ -20,9 +21,9 @@ from experiments.competition import entries as lb
 from experiments.competition import render
 from experiments.competition.board import Board
 from experiments.competition.sandbox import Evaluation, Submission
-from experiments.competition.scoring import (benchmark_info, board_rows, cost_aware_oracle_speedup, oracle_accepts,
-                                             oracle_rows)
+from experiments.competition.scoring import benchmark_info, board_rows, cost_aware_oracle_speedup, oracle_rows
 from experiments.running.methods import Run
+from experiments.running.oracle import oracle_accepts
 from experiments.running.replay import replay_case
 from lookup.cost import CPU_SMOLLM2, CostProfile
 
@@ -96,7 +97,7 @@ def test_oracle_examples():
 def test_oracle_is_a_ceiling_for_every_drafter(sets):
     rng = np.random.default_rng(7)
     cases = [c for s in sets for c in s.cases]
-    cases += [TraceCase(f"r/{i}", "r", 1, seq[:60], seq[60:], [], "toy", 48, [], 120)
+    cases += [TraceCase(f"r/{i}", "r", 1, seq[:60], seq[60:], [], "toy", 48, [], 120, top=top_rows(rng, seq, vocab=48))
               for i, seq in enumerate(random_sequence(rng, 180, 48) for _ in range(4))]
     profile = CPU_SMOLLM2
     drafters = {name: (lambda n=name: lookup.create(n)) for name in lookup.available()}
@@ -221,13 +222,29 @@ def test_cli_usage_errors_are_one_line_exit_2(tmp_path, traces, capsys):
     assert "--params" in one_line_error(capsys, ["submit", str(good), "--params", "[1]", *common])
     assert "no trace files" in one_line_error(capsys, ["submit", str(good), "--board", str(tmp_path),
                                                        "--traces", str(tmp_path)])
+    big = tmp_path / "big.py"
+    big.write_text(good.read_text() + "#" * (1 << 20))
+    assert "is over 1 MiB" in one_line_error(capsys, ["submit", str(big), *common])
+    assert not (tmp_path / "board" / "board.json").exists()  # usage errors record nothing
+
+
+def test_a_file_the_sandbox_cannot_load_is_recorded_as_disqualified(tmp_path, traces, capsys):
+    """Whether a file defines one drafter is known only by running it, in the sandbox: the answer
+    comes from a process that ran submitted code, so it is recorded like any disqualification
+    (a forged one must not keep an entry off the board)."""
+    common = ["--board", str(tmp_path / "board"), "--traces", str(traces)]
     none = tmp_path / "empty.py"
     none.write_text("import lookup\nX = lookup.Drafter\n")
-    assert "defines no Drafter subclass" in one_line_error(capsys, ["submit", str(none), *common])
+    assert cli.main(["submit", str(none), *common]) == 1
+    assert "disqualified -- load: empty.py defines no Drafter subclass" in capsys.readouterr().out
     two = tmp_path / "two.py"
-    two.write_text(good.read_text() + "class H(Drafter):\n    def propose(self, b):\n        return Draft([])\n")
-    assert "defines 2 Drafter subclasses (G, H)" in one_line_error(capsys, ["submit", str(two), *common])
-    assert not (tmp_path / "board" / "board.json").exists()  # usage errors record nothing
+    two.write_text("from lookup import Draft, Drafter\n" + "".join(
+        f"class {c}(Drafter):\n    def propose(self, b):\n        return Draft([])\n" for c in "GH"))
+    assert cli.main(["submit", str(two), *common]) == 1
+    assert "defines 2 Drafter subclasses (G, H)" in capsys.readouterr().out
+    entries = json.loads((tmp_path / "board" / "board.json").read_text())["entries"]
+    assert sorted((e["name"], e["status"], e["reason"][:5]) for e in entries if e["kind"] == "submission") == [
+        ("empty", "disqualified", "load:"), ("two", "disqualified", "load:")]
 
 
 # -- the example in the docs -------------------------------------------------------------------------------------
@@ -261,7 +278,8 @@ def test_the_example_scores_in_the_sandbox_and_the_board_is_built(tmp_path, sets
     paths = render.write_outputs(board.entries(info["hash"]), info, tmp_path)
     assert [p.name for p in paths] == ["LEADERBOARD.md", "leaderboard.json", "index.html"]
     md = (tmp_path / "LEADERBOARD.md").read_text()
-    assert "| - | oracle" in md and "example-bigram" in md and "killed by SIGSEGV" in md and "`open /secret`" in md
+    assert "| - | oracle" in md and "example-bigram" in md and "killed by SIGSEGV" in md
+    assert "- **baseline-x** (2): open /secret" in md
     data = json.loads((tmp_path / "leaderboard.json").read_text())
     assert data["benchmark"]["hash"] == info["hash"]
     assert [r["name"] for r in data["ranking"]] == sorted(
@@ -315,7 +333,7 @@ def test_verify_on_a_tiny_model_is_lossless():
 
 
 def test_show_needs_no_traces_the_board_file_is_enough(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path / "empty-cache"))  # no traces anywhere
+    monkeypatch.setattr(cli, "default_folder", lambda: tmp_path / "no-traces")  # no traces anywhere
     board = Board(tmp_path / "board")
     assert cli.main(["show", "--board", str(board.folder)]) == 2  # an empty board: one line
     assert "is empty" in capsys.readouterr().err
@@ -341,3 +359,25 @@ def test_a_baseline_is_scored_again_only_when_its_code_changed(tmp_path, sets, m
     again = lb.run_baselines(board, sets, info, QUICK, names=["none"], say=lambda *_: None)
     assert [e["code"] for e in again] == ["edited"]
     assert [e["name"] for e in board.entries(info["hash"])] == ["none"]  # replaced, not added
+
+
+def test_peers_get_a_section_and_an_entry_shows_where_it_loses_time(tmp_path, sets, traces, capsys):
+    """The peers run beside the baselines as kind 'peer' and are shown apart; `show NAME` adds the
+    entry's gap to the oracle in parts; the board names its traces without this machine's folders."""
+    board = Board(tmp_path)
+    info = benchmark_info(sets, traces)
+    assert str(tmp_path) not in info["folder"] and info["folder"] == traces.name
+    lb.ensure_oracle(board, sets, info)
+    lb.run_baselines(board, sets, info, QUICK, names=["suffix-automaton"], say=lambda _: None)
+    peers = lb.run_peers(board, sets, info, QUICK, say=lambda _: None)
+    assert {e["name"] for e in peers} == set(lookup.peers.names()) and all(e["kind"] == "peer" for e in peers)
+    assert all(e["status"] == "ok" for e in peers), [e["reason"] for e in peers if e["status"] != "ok"]
+    shown = render.text_board(board.entries(info["hash"]), info)
+    main, _, section = shown.partition("the peers (other systems' lookup functions")
+    assert "peer:" not in main and "peer:vllm-ngram" in section and "our best against the best peer" in section
+    md = render.markdown(board.entries(info["hash"]), info)
+    assert "## The peers" in md and "| suffix-automaton " in md
+    assert cli.main(["show", "suffix-automaton", "--board", str(tmp_path), "--traces", str(traces)]) == 0
+    out = capsys.readouterr().out
+    assert "where suffix-automaton loses time against the cost-aware oracle" in out and "(all)" in out
+    assert cli.main(["show", "nobody", "--board", str(tmp_path), "--traces", str(traces)]) == 2

@@ -1,8 +1,9 @@
 """The leaderboard's sandbox: same numbers as in-process, every rule broken is a recorded reason,
-and a submission that looks for the future finds nothing.
+and a submission that looks for the future finds nothing. (Attacks on the sandbox itself, class by
+class: test_redteam.py.)
 
-Each sandboxed run starts a fresh interpreter (~1.5 s: it imports numpy, numba and torch), so the
-tests here use tiny trace folders and as few processes as the checks allow.
+Each sandboxed run starts a fresh interpreter (~0.5 s), so the tests here use tiny trace folders
+(toys_competition.py) and as few processes as the checks allow.
 """
 
 from __future__ import annotations
@@ -15,51 +16,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from toys_competition import QUICK, VOCAB, make_trace_folder  # tests/experiments/competition is on sys.path
+
 import lookup
-from experiments.competition import child
+from experiments.benchmarks.traces import load_trace_sets
+from experiments.competition import child, confine, isolation
 from experiments.competition.sandbox import Disqualified, Limits, Sandbox, SandboxedDrafter, Submission, evaluate
-from experiments.benchmarks.traces import TraceCase, append_case, load_trace_sets
 from experiments.running.replay import replay_case
-from lookup.cost import CostProfile
 from lookup.errors import PLDError
 
 SUBMISSIONS = Path(__file__).resolve().parents[3] / "experiments" / "competition" / "submissions"
-VOCAB = 64
-#: quick limits for tests: a silent child is killed 0.3 s after its 50 ms
-QUICK = Limits(call_s=0.05, margin_s=0.3, setup_s=60.0, total_s=60.0)
-
-
-# -- tiny trace folders ------------------------------------------------------------------------------------
-def make_case(rng, name: str, category: str, turn: int = 1, doc: int = 48, out: int = 40) -> TraceCase:
-    """A prompt holding a 'document', and an output that copies stretches of it with some noise:
-    what lookup drafters are for."""
-    document = rng.integers(3, VOCAB, doc).tolist()
-    prompt = document + rng.integers(3, VOCAB, 6).tolist()
-    output: list[int] = []
-    while len(output) < out:
-        if rng.random() < 0.7:
-            start = int(rng.integers(0, doc - 8))
-            output += document[start: start + int(rng.integers(2, 9))]
-        else:
-            output += rng.integers(3, VOCAB, int(rng.integers(1, 4))).tolist()
-    output = output[:out]
-    return TraceCase(name, category, turn, prompt, output, [0.05] * len(output), "toy", VOCAB, [2], out)
-
-
-def make_trace_folder(folder: Path, seed: int = 0, tasks=("copy", "chat"), cases: int = 2,
-                      profile: CostProfile | None = None) -> Path:
-    """A trace folder shaped like the recorder's: <task>-n40.jsonl.gz files and a profile.json."""
-    rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    for task in tasks:
-        for i in range(cases):
-            multi = task == "chat"
-            for turn in (1, 2) if multi else (1,):
-                name = f"{task}/{i:03d}" + (f"#{turn}" if multi else "")
-                append_case(folder / f"{task}-n40.jsonl.gz", make_case(rng, name, task, turn))
-    (profile or CostProfile((1, 2, 8, 64), (0.06, 0.09, 0.1, 0.25), model="toy", device="cpu")).save(
-        folder / "profile.json")
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +49,8 @@ def steps_of(result) -> list[tuple[int, int, int]]:
 
 
 # -- fairness: the sandbox changes nothing but where the drafter runs -----------------------------------------
-@pytest.mark.parametrize("name", ["suffix-automaton", "adaptive"])  # numba kernels; a wrapper that observes
+# numba kernels; a wrapper that observes; a drafter that reads the target's top-k rows (relayed to the child)
+@pytest.mark.parametrize("name", ["suffix-automaton", "adaptive", "recycling"])
 def test_sandboxed_replay_equals_in_process_replay(sets, name):
     ev = evaluate(Submission.builtin(name), sets, QUICK)
     assert ev.ok, ev.reason
@@ -94,8 +61,9 @@ def test_sandboxed_replay_equals_in_process_replay(sets, name):
         assert out.tokens == ref.tokens == case.output
         assert steps_of(out) == steps_of(ref)
         assert out.stats.tau == ref.stats.tau
-        # drafter times are the child's own: small, positive, one per step
+        # drafter times are the parent's measure of the child's CPU time: small, positive, one per step
         assert all(0 <= s.drafter_s < 0.05 for s in out.stats.steps)
+        assert out.stats.drafter_s == pytest.approx(sum(s.drafter_s for s in out.stats.steps))
     assert sum(out.stats.tau > 1 for _, _, out in ev.cases) > 0  # the toy traces do reward lookup
 
 
@@ -190,57 +158,93 @@ def test_total_time_limit(tmp_path, sets):
 
 
 class FakeBox:
-    """Answers a SandboxedDrafter's step with crafted bytes: the parent's parsing, without a process."""
+    """Answers a SandboxedDrafter's requests with crafted bytes: the parent's parsing, without a process."""
 
     limits = QUICK
+    wants_top = 0
+    reset_total_s = 0.0
 
-    def __init__(self, answer: bytes) -> None:
-        self.answer, self.killed = answer, False
+    def __init__(self, answer: bytes, charges=(1e-5,)) -> None:
+        self.answer, self.killed, self.charges, self.sent = answer, False, list(charges), []
         self.submission = Submission("fake", {"kind": "builtin", "name": "none"})
 
-    def request(self, message, limit, what):
-        return self.answer
+    def call(self, message, limit, what):
+        self.sent.append(message)
+        return self.answer, self.charges.pop(0) if self.charges else 0.0, 1e-4
 
     def kill(self):
         self.killed = True
 
+    def _check_disk(self):
+        pass
 
-def draft_message(tokens, parents=None, times=(), propose_s=1e-5, header=None) -> bytes:
+    def _drain_refusals(self):
+        pass
+
+
+def draft_message(tokens, parents=None, header=None) -> bytes:
     tokens = np.asarray(tokens, "<i8")
     n_parents = -1 if parents is None else len(parents)
-    head = header or (len(tokens), n_parents, len(times), propose_s, propose_s)
-    body = np.asarray(times, "<f8").tobytes() + tokens.tobytes()
-    if parents is not None:
-        body += np.asarray(parents, "<i4").tobytes()
-    return b"D" + child.DRAFT_HEADER.pack(*head) + body
+    body = tokens.tobytes() + (b"" if parents is None else np.asarray(parents, "<i4").tobytes())
+    return b"D" + child.DRAFT_HEADER.pack(*(header or (len(tokens), n_parents))) + body
 
 
-@pytest.mark.parametrize("answer, message", [
-    (b"X", "other than a draft"),
-    (draft_message([1, 2])[:-3], "length disagrees"),
-    (draft_message([1, 2], header=(2, 1, 0, 0.0, 0.0)), "malformed draft message"),
-    (draft_message([1, 2], header=(2, -1, 3, 0.0, 0.0)), "malformed draft message"),
-    (draft_message([1, 2], propose_s=float("nan")), "impossible timings"),
-    (draft_message([1, 2], propose_s=-1.0), "impossible timings"),
-    (draft_message([1, 2], parents=[-1, 7]), "malformed tree"),
+@pytest.mark.parametrize("answer, kind, message", [
+    (b"X", "protocol", "other than a draft"),
+    (draft_message([1, 2])[:-3], "protocol", "length disagrees"),
+    (draft_message([1, 2], header=(2, 1)), "protocol", "malformed draft message"),
+    (draft_message([1, 2], header=(-5, -1)), "protocol", "malformed draft message"),
+    (draft_message([1, 2], parents=[-1, 7]), "invalid", "malformed tree"),
 ])
-def test_the_parent_rejects_malformed_answers_without_unpickling(answer, message):
+def test_the_parent_rejects_malformed_answers_without_unpickling(answer, kind, message):
     box = FakeBox(answer)
     with pytest.raises(Disqualified, match=message) as info:
         SandboxedDrafter(box).propose(8)
-    assert info.value.kind == "invalid" and box.killed
+    assert info.value.kind == kind and box.killed
 
 
-def test_the_parent_parses_drafts_and_child_timings():
-    box = FakeBox(draft_message([4, 5, 6], parents=[-1, 0, 0], propose_s=2e-5))
+def test_step_times_are_the_parents_and_reset_counts_in_the_first_step():
+    box = FakeBox(child.RESET_DONE, charges=[3e-3, 2e-5, 4e-5, 1e-5])
     d = SandboxedDrafter(box)
+    d.reset([1, 2, 3])
+    box.answer = draft_message([4, 5, 6], parents=[-1, 0, 0])
     draft = d.propose(8)
     assert draft.tokens.tolist() == [4, 5, 6] and draft.parents.tolist() == [-1, 0, 0]
     d.extend([4, 9])
     d.observe(draft, 1)
-    box.answer = draft_message([], times=(3e-5, 1e-5))
-    d.propose(8)
-    assert d.step_s == pytest.approx([2e-5 + 3e-5 + 1e-5])  # propose + extend + observe of step 1
+    box.answer = draft_message([])
+    d.propose(8)  # carries step 1's extend and observe, and step 2's propose
+    d.extend([7])
+    d.observe(draft, 0)
+    d.finish()
+    assert d.step_s == pytest.approx([3e-3 + 2e-5, 4e-5, 1e-5])
+    assert d.reset_s == pytest.approx(3e-3)
+    assert [m[0] for m in box.sent] == ["reset", "step", "step", "step"]
+    assert box.sent[2][1] == [("e", [4, 9]), ("o", 1, True)] and box.sent[3][2] is None
+
+
+def test_observe_top_rows_travel_with_the_next_step():
+    box = FakeBox(child.RESET_DONE)
+    box.wants_top = 3
+    d = SandboxedDrafter(box)
+    assert d.wants_top == 3  # the loop reads the instance's value
+    d.reset([5, 6, 7])
+    ids = np.array([[6, 1, 2], [7, 3, 4]])
+    probs = np.array([[0.5, 0.2, 0.1], [0.7, 0.1, 0.05]], dtype=np.float16)
+    d.observe_top(np.array([5, 6]), ids, probs)  # the prompt's rows, before the first propose
+    box.answer = draft_message([8])
+    d.propose(4)
+    kind, tokens, k, top, p, prompt = box.sent[1][1][0]
+    assert (kind, k, prompt) == ("t", 3, True)
+    assert np.frombuffer(tokens, "<i8").tolist() == [5, 6]
+    assert np.frombuffer(top, "<i8").reshape(2, 3).tolist() == ids.tolist()
+    assert np.array_equal(np.frombuffer(p, "<f2").reshape(2, 3), probs)
+    d.extend([8, 9])
+    d.observe(d._last, 1)
+    d.observe_top(np.array([7, 8]), ids, probs)  # a step's rows: the per-call limit
+    box.answer = draft_message([])
+    d.finish()
+    assert box.sent[2][1][-1][-1] is False
 
 
 # -- isolation ----------------------------------------------------------------------------------------------
@@ -298,17 +302,24 @@ READER = """
     """
 
 
-@pytest.mark.skipif(not child.landlock_abi(), reason="the kernel offers no Landlock")
-@pytest.mark.parametrize("landlock, refused", [(True, True), (False, False)])
-def test_landlock_alone_keeps_the_traces_unreadable(tmp_path, traces, sets, landlock, refused):
-    """With the audit hook off, the kernel still refuses the open (and with both off the same code
-    reads the file: the test is not vacuous)."""
+@pytest.mark.parametrize("layer", ["landlock", "bwrap", None])
+def test_each_kernel_layer_alone_keeps_the_traces_unreadable(tmp_path, traces, sets, layer):
+    """With the audit hook off, Landlock alone, or bubblewrap alone, still keeps the trace file
+    unreadable (and with every layer off the same code reads it: the test is not vacuous)."""
+    if layer == "landlock" and not confine.landlock_abi():
+        pytest.skip("the kernel offers no Landlock")
+    if layer == "bwrap" and isolation.bwrap_problem():
+        pytest.skip(isolation.bwrap_problem())
     secret = sorted(traces.glob("*.jsonl.gz"))[0]
     sub = submission_file(tmp_path, READER.format(path=str(secret)))
-    with Sandbox(sub, VOCAB, QUICK, deny=[traces], landlock=landlock, audit_hook=False) as box:
+    with Sandbox(sub, VOCAB, QUICK, deny=[traces], landlock=layer == "landlock", audit_hook=False,
+                 bwrap=layer == "bwrap") as box:
         box.replay(sets[0].cases[0], sets[0].profile)
-        assert box.isolation == ("landlock-abi%d" % child.landlock_abi() if landlock else "none")
-    assert ("REFUSED 13" in box.log_tail) == refused and ("READ" in box.log_tail) == (not refused)
+        assert layer is None or layer in box.isolation
+    if layer:
+        assert "READ" not in box.log_tail and "REFUSED" in box.log_tail
+    else:
+        assert "READ" in box.log_tail
 
 
 def test_trace_folders_under_readable_roots_are_refused(tmp_path):
@@ -319,6 +330,27 @@ def test_trace_folders_under_readable_roots_are_refused(tmp_path):
         Sandbox(Submission.builtin("none"), VOCAB, QUICK, deny=[stdlib + "/json"]).roots()
 
 
+def test_an_installed_plug_in_runs_from_its_own_files(tmp_path, sets, monkeypatch):
+    from importlib import metadata
+
+    from lookup.registry import ENTRY_POINT_GROUP
+
+    package = tmp_path / "toyplug"
+    package.mkdir()
+    (package / "__init__.py").write_text("from toyplug.drafter import Plug\n")
+    (package / "drafter.py").write_text("from lookup import Draft, Drafter\n\nclass Plug(Drafter):\n"
+                                        "    def propose(self, budget):\n        return Draft(self.context[-1:][:budget])\n")
+    (tmp_path / "secret.txt").write_text("beside the package: not readable")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    point = metadata.EntryPoint(name="toy-plug", value="toyplug.drafter:Plug", group=ENTRY_POINT_GROUP)
+    monkeypatch.setattr(metadata, "entry_points", lambda **kw: metadata.EntryPoints([point]))
+    sub = Submission.entry_point("toy-plug")
+    assert sub.extra_roots() == [str(package)]
+    ev = evaluate(sub, sets, QUICK)
+    assert ev.ok, ev.reason
+    assert all(out.stats.drafted for _, _, out in ev.cases)
+
+
 def test_missing_files_and_unknown_entry_points_are_usage_errors(tmp_path):
     with pytest.raises(PLDError, match="no submission file"):
         Submission.file(tmp_path / "nope.py")
@@ -327,15 +359,18 @@ def test_missing_files_and_unknown_entry_points_are_usage_errors(tmp_path):
 
 
 def test_the_audit_hook_refuses_in_process(tmp_path):
-    """The hook's policy, exercised directly in a throwaway interpreter (no drafter needed)."""
+    """The hook's policy, exercised directly in a throwaway interpreter (no drafter needed); every
+    refusal reaches the channel at once."""
     import subprocess
     import sys
 
+    reads, hidden = isolation.read_paths(str(Path(lookup.__file__).parent))
     code = textwrap.dedent(f"""
         import ctypes, os, socket, sys  # imported before the hook, as in the sandbox
         sys.path.insert(0, {str(Path(child.__file__).parent)!r})
         import child as c
-        log = c.install_audit_hook(c.read_roots({str(Path(lookup.__file__).parent)!r}), [{str(tmp_path)!r}], [])
+        r, w = os.pipe()
+        c.install_audit_hook({reads!r}, [{str(tmp_path)!r}], {hidden!r}, w)
         outcomes = []
         def attempt(name, fn):
             try:
@@ -355,14 +390,20 @@ def test_the_audit_hook_refuses_in_process(tmp_path):
         attempt("libc", lambda: ctypes.CDLL("libc.so.6"))
         attempt("dlsym open", lambda: ctypes.pythonapi.open)
         def f(): pass
-        attempt("patch code", lambda: setattr(os.path.realpath, "__code__", f.__code__))
+        attempt("patch numba-like code", lambda: setattr(f, "__code__", (lambda: 1).__code__))
+        attempt("patch the hook", lambda: setattr(c._audit, "__code__", f.__code__))
+        attempt("patch the recorder", lambda: setattr(c._record, "__code__", f.__code__))
         print(outcomes)
+        print(os.read(r, 1 << 16).decode().count("\\n"))
     """)
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    outcomes = dict(o.split(":") for o in eval(out.stdout.strip().splitlines()[-1]))
+    lines = out.stdout.strip().splitlines()
+    outcomes = dict(o.split(":") for o in eval(lines[-2]))
     assert outcomes == {
         "read stdlib": "ok", "write tmp": "ok", "read home": "refused", "write lookup": "refused",
         "symlink": "refused", "proc parent": "refused", "kill parent": "refused", "kill self": "ok",
-        "fork": "refused", "socket": "refused", "libc": "refused", "dlsym open": "refused", "patch code": "refused",
+        "fork": "refused", "socket": "refused", "libc": "refused", "dlsym open": "refused",
+        "patch numba-like code": "ok", "patch the hook": "refused", "patch the recorder": "refused",
     }
+    assert int(lines[-1]) == list(outcomes.values()).count("refused")  # each refusal on the channel

@@ -1,0 +1,62 @@
+"""Tiny trace folders and quick limits for the competition's tests (no model, no recording).
+
+Each sandboxed run starts a fresh interpreter (~1.5 s: it imports numpy, numba and torch), so the
+tests use tiny trace folders and as few processes as their checks allow.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from decoding.target import TopRows
+from experiments.benchmarks.traces import TraceCase, append_case
+from experiments.competition.sandbox import Limits
+from lookup.base import MAX_TOP
+from lookup.cost import CostProfile
+
+VOCAB = 64
+#: quick limits for tests: a silent child is killed 0.3 s after its 50 ms
+QUICK = Limits(call_s=0.05, margin_s=0.3, setup_s=60.0, total_s=60.0)
+
+
+def top_rows(rng, sequence: list[int], k: int = MAX_TOP, vocab: int = VOCAB) -> TopRows:
+    """Top-k rows of a greedy run: after token i, the next token first (greedy), then others."""
+    n = len(sequence) - 1
+    ids = np.concatenate([np.asarray(sequence[1:], np.int64)[:, None], rng.integers(0, vocab, (n, k - 1))], axis=1)
+    probs = np.sort(rng.random((n, k)), axis=1)[:, ::-1].astype(np.float16)
+    return TopRows(ids, probs)
+
+
+def make_case(rng, name: str, category: str, turn: int = 1, doc: int = 48, out: int = 40) -> TraceCase:
+    """A prompt holding a 'document', and an output that copies stretches of it with some noise:
+    what lookup drafters are for. It holds the target's top-8 rows, as recorded traces do."""
+    document = rng.integers(3, VOCAB, doc).tolist()
+    prompt = document + rng.integers(3, VOCAB, 6).tolist()
+    output: list[int] = []
+    while len(output) < out:
+        if rng.random() < 0.7:
+            start = int(rng.integers(0, doc - 8))
+            output += document[start: start + int(rng.integers(2, 9))]
+        else:
+            output += rng.integers(3, VOCAB, int(rng.integers(1, 4))).tolist()
+    output = output[:out]
+    return TraceCase(name, category, turn, prompt, output, [0.05] * len(output), "toy", VOCAB, [2], out,
+                     top=top_rows(rng, prompt + output))
+
+
+def make_trace_folder(folder: Path, seed: int = 0, tasks=("copy", "chat"), cases: int = 2,
+                      profile: CostProfile | None = None) -> Path:
+    """A trace folder shaped like the recorder's: <task>-n40.jsonl.gz files and a profile.json."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for task in tasks:
+        for i in range(cases):
+            multi = task == "chat"
+            for turn in (1, 2) if multi else (1,):
+                name = f"{task}/{i:03d}" + (f"#{turn}" if multi else "")
+                append_case(folder / f"{task}-n40.jsonl.gz", make_case(rng, name, task, turn))
+    (profile or CostProfile((1, 2, 8, 64), (0.06, 0.09, 0.1, 0.25), model="toy", device="cpu")).save(
+        folder / "profile.json")
+    return folder
