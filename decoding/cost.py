@@ -27,6 +27,9 @@ ROWS_TOP_K = 8
 #: a profile whose repeats spread wider than this (median over min, minus 1, the median over
 #: points) was measured on a busy machine: it is used for nothing and never cached
 NOISY_SPREAD = 0.10
+#: ... and one begun with more runnable processes than cores (the 1-minute load average per core)
+#: was timed against other work, however steady the repeats look
+BUSY_LOAD = 1.0
 
 
 class NoisyProfileWarning(UserWarning):
@@ -95,8 +98,10 @@ def measure_cost_profile(
 
 
 def is_noisy(profile: CostProfile) -> bool:
-    """Whether ``profile`` was measured while the machine was busy (its repeats spread too wide)."""
-    return profile.spread is not None and profile.spread > NOISY_SPREAD
+    """Whether ``profile`` was measured while the machine was busy: its repeats spread too wide, or
+    the load when it began was above one runnable process per core."""
+    spread = profile.spread is not None and profile.spread > NOISY_SPREAD
+    return spread or (profile.load_per_core is not None and profile.load_per_core >= BUSY_LOAD)
 
 
 def reference_profile(target: ModelTarget) -> CostProfile | None:
@@ -123,9 +128,9 @@ def cost_profile(target: ModelTarget, remeasure: bool = False, **kwargs) -> Cost
         instead = (f"using the reference profile ({stand_in.model}, {stand_in.device})" if stand_in
                    else "using it for this run only")
         warnings.warn(f"cost profile not cached: the machine was busy while it was measured (repeats spread "
-                      f"{100 * profile.spread:.0f}%, over {100 * NOISY_SPREAD:.0f}% is noise); {instead}. Measure "
-                      "again when nothing else runs: python experiments/traces.py profile --remeasure",
-                      NoisyProfileWarning, stacklevel=2)
+                      f"{100 * (profile.spread or 0):.0f}%, load {profile.load_per_core} per core; over "
+                      f"{100 * NOISY_SPREAD:.0f}% or {BUSY_LOAD:g} is busy); {instead}. Measure again when nothing "
+                      "else runs: python experiments/traces.py profile --remeasure", NoisyProfileWarning, stacklevel=2)
         return stand_in or profile
     profile.save(path)
     return profile

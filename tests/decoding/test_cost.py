@@ -35,6 +35,7 @@ def test_json_round_trip(tmp_path):
 def any_noise(monkeypatch):
     """Tests time tiny models on a machine that may be busy: their profiles are kept however noisy."""
     monkeypatch.setattr(cost, "NOISY_SPREAD", float("inf"))
+    monkeypatch.setattr(cost, "BUSY_LOAD", float("inf"))
 
 
 def test_measure_and_cache_per_model_and_device(tmp_path, monkeypatch, any_noise):
@@ -49,8 +50,13 @@ def test_measure_and_cache_per_model_and_device(tmp_path, monkeypatch, any_noise
     assert CostProfile.load(cost.profile_path(target)) == p
 
 
-def noisy(spread: float) -> CostProfile:
-    return CostProfile((1, 2), (1.0, 1.5), model="m", contexts=(16,), grid=((1.0, 1.5),), spread=spread)
+def noisy(spread: float, load: float = 0.1) -> CostProfile:
+    return CostProfile((1, 2), (1.0, 1.5), model="m", contexts=(16,), grid=((1.0, 1.5),), spread=spread,
+                       load_per_core=load)
+
+
+def test_busy_means_wide_repeats_or_more_work_than_cores():
+    assert not cost.is_noisy(noisy(0.02)) and cost.is_noisy(noisy(0.3)) and cost.is_noisy(noisy(0.02, load=1.2))
 
 
 @pytest.mark.parametrize("embedded", [True, False])
