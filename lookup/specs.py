@@ -98,7 +98,8 @@ def parse_spec(spec: str) -> tuple[str, dict]:
         key, eq, value = pair.partition("=")
         key = key.strip()
         if not eq or not key.isidentifier():
-            raise PLDError(f"bad parameter {pair!r} in {spec!r}: write name:key=value")
+            raise PLDError(f"bad parameter {pair!r} in {spec!r}: write name:key=value "
+                           "(quote a value that holds a colon: base='peer:vllm-ngram')")
         if key in params:
             raise PLDError(f"parameter {key!r} given twice in {spec!r}")
         params[key] = parse_value(value)

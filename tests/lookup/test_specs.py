@@ -127,6 +127,7 @@ def test_parse_spec_examples():
     assert parse_spec("adaptive:base='voting':base_params={'tree':True,'min_match':1}") == (
         "adaptive", {"base": "voting", "base_params": {"tree": True, "min_match": 1}})
     assert parse_spec("adaptive:base=voting") == ("adaptive", {"base": "voting"})
+    assert parse_spec("adaptive:base='peer:vllm-ngram'") == ("adaptive", {"base": "peer:vllm-ngram"})
     assert parse_spec("suffix-automaton:length_rule=(2, 1):occurrence=earliest") == (
         "suffix-automaton", {"length_rule": (2, 1), "occurrence": "earliest"})
     assert parse_spec(" voting : tree = true ") == ("voting", {"tree": True})
@@ -142,6 +143,7 @@ def test_parse_spec_examples():
         ("", "no name in ''"),
         (":tree=true", "no name in ':tree=true'"),
         ("voting:tree=true:tree=false", "parameter 'tree' given twice"),
+        ("adaptive:base=peer:vllm-ngram", "quote a value that holds a colon: base='peer:vllm-ngram'"),
     ],
 )
 def test_parse_spec_refuses_malformed_specs(spec, message):
