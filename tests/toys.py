@@ -177,3 +177,19 @@ def tiny_family(family: str, vocab_size: int = 64, seed: int = 0, layers: int = 
         model.get_output_embeddings().weight.mul_(sharpen)
     model.generation_config.eos_token_id = None
     return ModelTarget(model, IdTokenizer(), name=f"tiny-{family}")
+
+
+def random_sequence(rng, n: int, vocab: int) -> list[int]:
+    """Random tokens with copied stretches and periodic runs (runs that overlap the future)."""
+    seq = rng.integers(0, vocab, 8).tolist()
+    while len(seq) < n:
+        r = rng.random()
+        if r < 0.4:
+            start = int(rng.integers(0, len(seq)))
+            seq += seq[start: start + int(rng.integers(1, 12))]
+        elif r < 0.5:
+            period = seq[-int(rng.integers(1, 4)):]
+            seq += period * int(rng.integers(2, 6))
+        else:
+            seq += rng.integers(0, vocab, int(rng.integers(1, 4))).tolist()
+    return seq[:n]

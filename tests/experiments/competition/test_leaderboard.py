@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from toys import random_sequence
 from toys_competition import QUICK, make_trace_folder, top_rows  # tests/experiments/competition is on sys.path
 
 import lookup
@@ -23,7 +24,6 @@ from experiments.competition.board import Board
 from experiments.competition.sandbox import Evaluation, Submission
 from experiments.competition.scoring import benchmark_info, board_rows, cost_aware_oracle_speedup, oracle_rows
 from experiments.running.methods import Run
-from experiments.running.oracle import oracle_accepts
 from experiments.running.replay import replay_case
 from lookup.cost import CPU_SMOLLM2, CostProfile
 
@@ -40,58 +40,6 @@ def traces(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def sets(traces):
     return load_trace_sets(traces)
-
-
-# -- the oracle ---------------------------------------------------------------------------------------------
-def brute_force_oracle(seq: list[int], start: int, cap: int) -> list[int]:
-    """The definition, literally: max over earlier j with seq[j] == last of lcp(seq[j+1:], seq[L:])."""
-    out, pos = [], start
-    while pos < len(seq):
-        best = 0
-        for j in range(pos - 1):
-            if seq[j] != seq[pos - 1]:
-                continue
-            run = 0
-            while pos + run < len(seq) and seq[j + 1 + run] == seq[pos + run]:
-                run += 1
-            best = max(best, run)
-        a = min(best, cap, len(seq) - pos - 1)
-        out.append(a)
-        pos += a + 1
-    return out
-
-
-def random_sequence(rng, n: int, vocab: int) -> list[int]:
-    """Random tokens with copied stretches and periodic runs (runs that overlap the future)."""
-    seq = rng.integers(0, vocab, 8).tolist()
-    while len(seq) < n:
-        r = rng.random()
-        if r < 0.4:
-            start = int(rng.integers(0, len(seq)))
-            seq += seq[start: start + int(rng.integers(1, 12))]
-        elif r < 0.5:
-            period = seq[-int(rng.integers(1, 4)):]
-            seq += period * int(rng.integers(2, 6))
-        else:
-            seq += rng.integers(0, vocab, int(rng.integers(1, 4))).tolist()
-    return seq[:n]
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_oracle_equals_brute_force(seed):
-    rng = np.random.default_rng(seed)
-    seq = random_sequence(rng, 160, vocab=[3, 8, 40][seed % 3])
-    for start, cap in [(20, 64), (60, 5), (1, 64), (159, 64)]:
-        assert oracle_accepts(seq, start, cap).tolist() == brute_force_oracle(seq, start, cap)
-
-
-def test_oracle_examples():
-    # 5 6 5 | 6 5 6 5 6 5 6: after the last "5", the run that followed its first occurrence
-    # (6 5 6 5 ...) overlaps the future, as a drafter copying its own draft would; the target adds 1
-    assert oracle_accepts([5, 6, 5, 6, 5, 6, 5, 6, 5, 6], 3).tolist() == [6]
-    assert oracle_accepts([5, 6, 7, 5, 6, 7, 5, 6, 7, 5], 3).tolist() == [0, 5]  # "7" had not occurred
-    assert oracle_accepts([1, 2, 3, 4], 1).tolist() == [0, 0, 0]  # nothing repeats: one token a step
-    assert oracle_accepts([1, 1, 1, 1, 1, 1], 2, cap=2).tolist() == [2, 0]  # the cap, then the last token
 
 
 def test_oracle_is_a_ceiling_for_every_drafter(sets):
