@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
     rep.add_argument("--results", default="results", help="folder for results JSONL (default: results/)")
     rep.add_argument("--fresh", action="store_true", help="replay again rows the results already hold")
+    rep.add_argument("--stream", action="store_true",
+                     help="one stream of requests: drafters that keep a history across requests learn from earlier cases")
     exp = sub.add_parser("explain", help="where drafters lose time against the oracle, per task group (and a plot)")
     exp.add_argument("--drafters", default="adaptive", help="comma-separated drafter specs (default: adaptive)")
     exp.add_argument("--traces", default=None, help="trace folder (default: the shipped benchmark)")
@@ -94,7 +96,8 @@ def cmd_list(args) -> int:
 
 def cmd_replay(args) -> int:
     specs = parse_list(args.drafters or "") or default_specs()
-    comparison = ReplayComparison(load_trace_sets(args.traces), specs, args.results, fresh=args.fresh)
+    comparison = ReplayComparison(load_trace_sets(args.traces), specs, args.results, fresh=args.fresh,
+                                  stream=args.stream)
     comparison.run()
     print(report(comparison))
     return 0

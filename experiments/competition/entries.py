@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import inspect
 import sys
 import time
 from pathlib import Path
@@ -156,7 +157,10 @@ IN_PROCESS_PEERS = {"peer:hf-prompt-lookup": "calls transformers' own class, whi
 def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landlock: bool = True,
               say=print, require_isolation: bool = False) -> list[dict]:
     """The peers' lookup functions (``lookup.peers``), recorded as entries of kind ``peer``: in the
-    sandbox as the baselines are, except those of :data:`IN_PROCESS_PEERS`. A peer whose optional
+    sandbox as the baselines are, except those of :data:`IN_PROCESS_PEERS`. A peer that can keep a
+    history across requests (a ``history`` parameter) is also recorded with it, named
+    ``<peer>:history=true``, on the benchmark served as one stream of requests in its order (earlier
+    cases only), in-process: the sandbox builds a fresh drafter per case. A peer whose optional
     dependency is missing is left out with one line."""
     import lookup.peers
 
@@ -168,28 +172,43 @@ def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landl
         except PLDError as exc:
             say(f"{name}: left out ({exc})")
             continue
-        if not rerun and have.get(name, "") == code_key(drafter):
-            continue
-        if name in IN_PROCESS_PEERS:
-            entry = record_in_process(board, name, sets, info, IN_PROCESS_PEERS[name])
-        else:
-            entry = run_submission(board, Submission.builtin(name), sets, info, "peer", limits, landlock,
-                                   require_isolation)
-        say(one_line(entry))
-        done.append(entry)
+        entries = []
+        if rerun or have.get(name, "") != code_key(drafter):
+            entries.append(record_in_process(board, name, {}, sets, info, IN_PROCESS_PEERS[name])
+                           if name in IN_PROCESS_PEERS else
+                           run_submission(board, Submission.builtin(name), sets, info, "peer", limits, landlock,
+                                          require_isolation))
+        stream = f"{name}:history=true"  # the same peer with its history across requests, as a stream
+        if "history" in inspect.signature(type(drafter)).parameters and (
+                rerun or have.get(stream, "") != code_key(lookup.create(name, history=True))):
+            entries.append(record_in_process(board, name, {"history": True}, sets, info, STREAM_SETTING,
+                                             stream=True))
+        for entry in entries:
+            say(one_line(entry))
+        done += entries
     return done
 
 
-def record_in_process(board: Board, name: str, sets, info: dict, why: str) -> dict:
+#: what a stream entry's isolation column says
+STREAM_SETTING = ("stream: one drafter serves the cases in the benchmark's order, keeping its history of "
+                  "earlier cases (replayed in-process)")
+
+
+def record_in_process(board: Board, name: str, params: dict, sets, info: dict, why: str,
+                      stream: bool = False) -> dict:
     """Replay a trusted drafter of ours in this process (the loop's own timing: propose, extend and
-    observe per step, reset added to the first step as the sandbox adds it) and record it as a peer."""
-    submission = Submission.builtin(name)
+    observe per step, reset added to the first step as the sandbox adds it) and record it as a peer;
+    ``stream``: one drafter for every case in the benchmark's order (its name then carries its params)."""
+    spec = name + "".join(f":{k}={str(v).lower()}" for k, v in params.items())
+    submission = Submission.builtin(name, params)
+    submission = dataclasses.replace(submission, name=spec)
     evaluation = Evaluation(submission, isolation=f"in-process: {why}")
+    shared = lookup.create(name, **params) if stream else None
     t0 = time.perf_counter()
-    with _progress(sum(len(s.cases) for s in sets), name) as bar:
-        for trace_set in sets:
+    with _progress(sum(len(s.cases) for s in sets), spec) as bar:
+        for trace_set in sorted(sets, key=lambda s: s.task):
             for case in trace_set.cases:
-                out = replay_case(case, lookup.create(name), trace_set.profile)
+                out = replay_case(case, shared or lookup.create(name, **params), trace_set.profile)
                 reset_s = out.stats.drafter_s - sum(step.drafter_s for step in out.stats.steps)
                 if out.stats.steps:
                     out.stats.steps[0].drafter_s += reset_s

@@ -2,6 +2,12 @@
 
     out = replay_case(case, drafter, profile)              # one trace, one drafter
     rows = replay_rows(sets, ["adaptive", "voting"])        # CaseResult rows, priced by the traces' profile
+
+The streaming setting (``stream=True``, ``--stream``) serves the cases as a stream of requests:
+one drafter per method sees every case in the benchmark's order (tasks by name, cases in file
+order), ``reset`` starting each new request, so a drafter that keeps a history across requests
+(``peer:suffix-decoding:history=true``) learns from earlier cases only, never the current case's
+future. Without it every case gets a fresh drafter.
 """
 
 from __future__ import annotations
@@ -77,9 +83,10 @@ def check_top_rows(sets: Sequence[TraceSet], methods: Sequence[DrafterMethod]) -
 
 
 def replay_row(case: TraceCase, method: DrafterMethod, profile: CostProfile, *, experiment: str, code: str,
-               config: dict | None = None) -> CaseResult:
-    """One drafter on one trace, as a row priced under ``profile``."""
-    out = replay_case(case, method.make(profile), profile)
+               config: dict | None = None, drafter: lookup.Drafter | None = None) -> CaseResult:
+    """One drafter on one trace, as a row priced under ``profile`` (a fresh drafter unless one is
+    given: the stream's, which keeps what earlier cases taught it)."""
+    out = replay_case(case, drafter or method.make(profile), profile)
     return case_result(case.case, case.category, case.turn, len(case.prompt), method.spec, method.params(),
                        Run.of(out), profile=profile, experiment=experiment, code=code, measured=False,
                        keep_tokens=False, config=config, git_sha=git_sha())
@@ -113,8 +120,8 @@ class ReplayComparison:
     """
 
     def __init__(self, sets: Sequence[TraceSet], specs: Sequence[str], results_dir: str | Path | None = "results",
-                 fresh: bool = False, profile: CostProfile | None = None) -> None:
-        self.sets, self.profile = list(sets), profile
+                 fresh: bool = False, profile: CostProfile | None = None, stream: bool = False) -> None:
+        self.sets, self.profile, self.stream = sorted(sets, key=lambda s: s.task), profile, stream
         _check_unique_cases(self.sets)
         self.methods = replay_methods(specs)
         check_top_rows(self.sets, self.methods)
@@ -123,7 +130,7 @@ class ReplayComparison:
         # the traces' contents, not only their names: re-recorded traces are another benchmark
         self.config = {"replay": True, "benchmark": benchmark_hash(self.sets),
                        "traces": [f"{s.path.name}:{len(s.cases)}" for s in self.sets],
-                       "profile": profiles[0].model if profiles else None}
+                       "profile": profiles[0].model if profiles else None, **({"stream": True} if stream else {})}
         self.experiment = config_hash(self.config)
         self.codes = {m.spec: code_key(m.make(profiles[0] if profiles else None),
                                        profile=profiles[0] if profiles else None) for m in self.methods}
@@ -149,22 +156,24 @@ class ReplayComparison:
             for s in sets:
                 keep = list(dict.fromkeys(c.case.split("#")[0] for c in s.cases))[: args.prompts]
                 s.cases = [c for c in s.cases if c.case.split("#")[0] in keep]
-        return cls(sets, method_specs, args.results, fresh=args.fresh)
+        return cls(sets, method_specs, args.results, fresh=args.fresh, stream=getattr(args, "stream", False))
 
     def run(self, progress: bool = True) -> None:
         t0 = time.perf_counter()
         total = len(self.methods) * sum(len(s.cases) for s in self.sets)
         with tqdm(total=total, desc="replay", unit="case", disable=not progress, dynamic_ncols=True) as bar:
-            for trace_set in self.sets:
-                for method in self.methods:
+            for method in self.methods:
+                # a stream: one drafter sees every case in order (and must, even where rows are
+                # reused: its history is what earlier cases left); else a fresh drafter per case
+                shared = method.make(self._profile(self.sets[0])) if self.stream and self.sets else None
+                for trace_set in self.sets:
                     for case in trace_set.cases:
-                        if (case.case, method.spec) not in self.rows:
-                            row = replay_row(case, method, self._profile(trace_set),
-                                             experiment=self.experiment, code=self.codes[method.spec],
-                                             config=self.config)
-                            self.rows[(case.case, method.spec)] = row
-                            if self.store is not None:
+                        if (case.case, method.spec) not in self.rows or shared is not None:
+                            row = replay_row(case, method, self._profile(trace_set), experiment=self.experiment,
+                                             code=self.codes[method.spec], config=self.config, drafter=shared)
+                            if (case.case, method.spec) not in self.rows and self.store is not None:
                                 self.store.append(row)
+                            self.rows[(case.case, method.spec)] = row
                         bar.update()
         self.seconds = time.perf_counter() - t0
 
@@ -175,8 +184,9 @@ class ReplayComparison:
 
     def heading(self) -> str:
         where = f"; results: {self.store.path}" if self.store else ""
-        return (f"replay of {sum(len(s.cases) for s in self.sets)} traces; estimated speedup from the cost profile "
-                f"of {self.config['profile']}{where}")
+        stream = "; as one stream of requests (drafters keep what earlier cases taught them)" if self.stream else ""
+        return (f"replay of {sum(len(s.cases) for s in self.sets)} traces{stream}; estimated speedup from the cost "
+                f"profile of {self.config['profile']}{where}")
 
     def footer(self) -> str:
         tokens = sum(r.new_tokens for r in self.rows.values())

@@ -261,3 +261,23 @@ def test_bad_replay_options_are_one_line(tmp_path, change, match):
         setattr(args, key, value)
     with pytest.raises(PLDError, match=match):
         ReplayComparison.from_args(args, ["none"])
+
+
+def test_a_stream_lets_a_history_drafter_learn_from_earlier_cases_only(tmp_path):
+    """--stream: one drafter serves the cases in order; a peer with history drafts the second case's
+    answer from the first case's, which a fresh drafter per case cannot."""
+    from experiments.benchmarks.traces import load_trace_sets, trace_file
+    from experiments.running.replay import ReplayComparison
+
+    answer = [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]
+    for i in range(2):
+        append_case(trace_file(tmp_path, "t", 12), TraceCase(f"t/{i}", "t", 1, [1, 2, 3 + i], answer, [], "toy", 48,
+                                                            [], 12))
+    spec = "peer:suffix-decoding:history=true"
+    taus = {}
+    for stream in (False, True):
+        comparison = ReplayComparison(load_trace_sets(tmp_path), [spec], results_dir=None, stream=stream)
+        comparison.run(progress=False)
+        taus[stream] = [comparison.rows[(f"t/{i}", spec)].tau for i in range(2)]
+    assert taus[False][0] == taus[True][0] == taus[False][1] == 1.0  # nothing to copy within a case
+    assert taus[True][1] > 2.0  # the stream's second case copies the first case's answer
