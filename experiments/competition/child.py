@@ -322,6 +322,15 @@ def _prepare_numba() -> None:
             pass
 
     caching.Cache.save_overload = save_overload
+    # numba reads every installed package's entry points at its first compile: do it now, before
+    # the audit hook, so that a kernel compiled in the sandbox (a cache the child cannot use) does
+    # not show up as dozens of refused reads
+    try:
+        from numba.core import entrypoints
+
+        entrypoints.init_all()
+    except Exception:  # noqa: BLE001 - numba without entry points still compiles
+        pass
 
 
 def _neutralise_subprocess() -> None:
