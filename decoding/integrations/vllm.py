@@ -10,8 +10,31 @@ token ids: row ``i`` holds ``token_ids_cpu[i, :num_tokens_no_spec[i]]``. It give
 and rows move as requests finish and join, so each row's request is recognised by its tokens: a
 row that extends the tokens a kept drafter has seen is that drafter's request (it is extended by
 the new tokens only, so a step costs microseconds, not a rebuild of the index); a row that extends
-none is a new request. vLLM verifies chains: a tree draft is cut to its first root-to-leaf path.
-``observe`` gets how much of the row's last draft its new tokens confirm.
+none is a new request. vLLM verifies chains: a tree draft is cut to its first root-to-leaf path,
+and to ``num_speculative_tokens``: that is the row's *offered* draft. ``observe`` gets how much of
+it the row's new tokens confirm.
+
+The batch rule: drafting less as the batch grows. Verifying is not free: one forward verifies
+every row's last token and draft, and its time grows with the rows and with the draft tokens. Model
+a step as costing ``fixed + per_row * rows + nodes``, in units of one draft token's cost
+(``BatchRule.fixed_tokens`` and ``BatchRule.row_tokens``: a step's fixed cost, and one row's own
+cost, its token and its share of the engine's work per request). Each step the proposer estimates,
+for every node of every offered draft, ``p`` = P(the node and all before it are accepted), and
+sends the nodes that maximise the batch's expected tokens per unit of cost::
+
+    (rows + sum of the sent nodes' p) / (fixed + per_row * rows + sent nodes)
+
+(taking nodes in order of ``p``, so each row sends a prefix of its draft: :func:`batch_cut`). A node
+is worth sending from ``p`` of about ``rows / (fixed + per_row * rows)``, which grows with the batch
+towards ``1 / per_row``: an engine whose rows are dear next to draft tokens (vLLM on a CPU) keeps
+drafting likely nodes at any batch; one whose rows are nearly free (a GPU below its compute bound:
+``per_row`` near 1) drafts only near-certain nodes in a big batch. ``p`` is the product of the
+request's acceptance rates by depth, learnt from its own committed tokens, decayed, starting from a
+prior (``BatchRule``): each offered draft is judged against the tokens committed after it, once
+they decide it, so the nodes the rule withheld are judged too (greedy decoding commits the same
+tokens whatever was sent) and a row that drafted nothing still learns. Configure it with
+``additional_config={"pld_lab": {"batch_rule": {...}}}`` (``BatchRule``'s fields), or
+``"batch_rule": false`` to send every offered draft whole.
 
 This module imports no vLLM: the proposer is plain Python over numpy arrays, and the drafter is
 chosen without code: ``additional_config={"pld_lab": {"drafter": SPEC}}``, else the environment
@@ -22,28 +45,128 @@ variable ``PLD_LAB_DRAFTER``, else ``DEFAULT_DRAFTER``. SPEC is a name, a ``name
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Sequence
 
 import numpy as np
 
 from decoding.integrations.drafters import make_drafter
-from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.base import EMPTY_TOKENS, Draft, Drafter
 from lookup.errors import PLDError
+from lookup.policy import DecayedRate
 
 DEFAULT_DRAFTER = "suffix-automaton"
 ENV_VAR = "PLD_LAB_DRAFTER"
 #: drafters kept for requests absent from a step (preempted, or finished: forgotten after this many)
 KEEP_ABSENT_STEPS = 8
+#: the batch rule's cost model for vLLM 0.32 on our 2-core CPU (SmolLM2-135M, fp32), in units of one
+#: draft token (~1 ms): a step ~22, each row ~5. Fitted from plain decoding and from drafts that are
+#: never accepted (5 a row), at batch 4 and 16 (docs/integrations.md says how to refit them).
+FIXED_TOKENS = 22.0
+ROW_TOKENS = 5.0
+
+
+@dataclass(frozen=True)
+class BatchRule:
+    """How much of the offered drafts a step sends, given the batch (see the module docstring)."""
+
+    #: a step's fixed cost, in draft tokens (``c0 / c_draft`` of ``cost = c0 + c_row * rows + c_draft * nodes``)
+    fixed_tokens: float = FIXED_TOKENS
+    #: one row's cost in a step (its own token and per-request work), in draft tokens (``c_row / c_draft``)
+    row_tokens: float = ROW_TOKENS
+    #: P(first node accepted) before a request has any feedback
+    prior_first: float = 0.5
+    #: P(node accepted | the nodes before it accepted), for the later nodes, before any feedback
+    prior_later: float = 0.7
+    #: how many observations the prior is worth
+    strength: float = 2.0
+    #: weight an observation keeps per step of its request (recent steps weigh more)
+    decay: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not (self.fixed_tokens >= 0 and self.row_tokens > 0):
+            raise PLDError(f"batch_rule: fixed_tokens must be >= 0 and row_tokens > 0, "
+                           f"got {self.fixed_tokens!r}, {self.row_tokens!r}")
+        if not (0 < self.prior_first < 1 and 0 < self.prior_later < 1):
+            raise PLDError(f"batch_rule: priors must be in (0, 1), got {self.prior_first!r}, {self.prior_later!r}")
+        if not (self.strength > 0 and 0 < self.decay <= 1):
+            raise PLDError(f"batch_rule: strength must be > 0 and decay in (0, 1], "
+                           f"got {self.strength!r}, {self.decay!r}")
+
+    @classmethod
+    def from_setting(cls, value: Any) -> "BatchRule | None":
+        """The rule for a ``batch_rule`` setting: absent (None) or true -> the default rule, false ->
+        None (every offered draft is sent whole), a dict -> the default with those fields, a rule as it is."""
+        if isinstance(value, BatchRule):
+            return value
+        if value is None or value is True:
+            return cls()
+        if value is False:
+            return None
+        if not isinstance(value, dict):
+            raise PLDError(f"batch_rule must be true, false or a dict of {cls._names()}, got {value!r}")
+        unknown = sorted(set(value) - set(cls._names()))
+        if unknown:
+            raise PLDError(f"batch_rule: unknown setting(s) {unknown}; known: {cls._names()}")
+        try:
+            return cls(**{k: float(v) for k, v in value.items()})
+        except (TypeError, ValueError):
+            raise PLDError(f"batch_rule: every setting is a number, got {value!r}") from None
+
+    @classmethod
+    def _names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    def new_rates(self, k: int) -> DecayedRate:
+        """A request's acceptance rates by depth (0..k-1), at the prior."""
+        prior = np.full(k, self.prior_later)  # [k]
+        prior[0] = self.prior_first
+        return DecayedRate(prior, self.strength, self.decay)
+
+
+def batch_cut(path_probs: Sequence[np.ndarray], fixed_tokens: float, row_tokens: float) -> list[int]:
+    """How many leading nodes of each row's offered draft to send this step.
+
+    Args:
+        path_probs: per decoding row, P(node j and every node before it accepted) for each node of
+            its offered draft, non-increasing along the draft (empty: no draft).  # each [d_i]
+        fixed_tokens: a step's fixed cost, in draft tokens.
+        row_tokens: one row's cost in a step, in draft tokens.
+
+    Returns:
+        per row, the count ``n_i`` of nodes sent: the set of nodes, taken in order of decreasing
+        probability, that maximises ``(rows + sum p) / (fixed_tokens + row_tokens * rows + nodes)``;
+        the smallest such set on ties. Each row's nodes are a prefix of its draft.
+    """
+    rows = len(path_probs)
+    lengths = [len(p) for p in path_probs]
+    if not sum(lengths):
+        return [0] * rows
+    probs = np.concatenate([np.asarray(p, dtype=np.float64) for p in path_probs])  # [n]
+    owner = np.repeat(np.arange(rows), lengths)  # [n] row of each node
+    depth = np.concatenate([np.arange(n) for n in lengths])  # [n] its place in the row's draft
+    order = np.lexsort((depth, -probs))  # likeliest first; a row's shallower node first on ties
+    gained = rows + np.concatenate([[0.0], np.cumsum(probs[order])])  # [n+1] expected tokens, m nodes sent
+    cost = fixed_tokens + row_tokens * rows + np.arange(len(probs) + 1)  # [n+1]
+    m = int(np.argmax(gained / cost))
+    return np.bincount(owner[order[:m]], minlength=rows).tolist()
+
+
+def confirmed(draft: np.ndarray, new: np.ndarray) -> int:
+    """How many leading nodes of ``draft`` ([d]) the committed tokens ``new`` ([m]) confirm (<= min(d, m))."""
+    return int(np.argmin(np.append(draft[: len(new)] == new[: len(draft)], False)))
 
 
 @dataclass
 class _Request:
-    """One request's drafter and what it has seen."""
+    """One request's drafter, what it has seen, and (with a batch rule) its acceptance rates."""
 
     drafter: Drafter
     tokens: np.ndarray  # [n] int64: every token the drafter has been given
-    last_draft: Draft = field(default_factory=lambda: EMPTY_DRAFT)
+    rates: DecayedRate | None = None  # [k] P(node accepted | nodes before it accepted), by depth
+    offered: np.ndarray = field(default_factory=lambda: EMPTY_TOKENS)  # [d] int64: the last offered draft
+    #: offered drafts the committed tokens have not yet decided: (tokens seen when offered, the draft)
+    pending: list[tuple[int, np.ndarray]] = field(default_factory=list)
     absent: int = 0  # steps since a row last matched it
 
     def extends(self, row: np.ndarray) -> bool:
@@ -52,14 +175,45 @@ class _Request:
         return len(row) >= n and np.array_equal(row[:n], self.tokens)
 
     def advance(self, row: np.ndarray) -> None:
-        """Feed the drafter the row's new tokens, then what they say of the last draft."""
+        """Feed the drafter the row's new tokens, then what they say of the last offered draft."""
         new = row[len(self.tokens):]
         if len(new):
             self.drafter.extend(new.tolist())
-            draft = self.last_draft.tokens
-            accepted = int(np.argmin(np.append(draft[: len(new)] == new[: len(draft)], False)))
-            self.drafter.observe(self.last_draft, accepted)
+            # Nodes past the committed tokens stay unknown: the drafter hears them as missed, as a
+            # loop that cut its draft there would tell it.
+            self.drafter.observe(Draft(self.offered), confirmed(self.offered, new))
             self.tokens = row.copy()
+            self.learn()
+
+    def offer(self, draft: np.ndarray) -> None:
+        """``draft`` ([d] int64) is this step's offered draft; with a rule, it waits to be judged."""
+        self.offered = draft
+        if self.rates is not None and len(draft):
+            self.pending.append((len(self.tokens), draft))
+
+    def learn(self) -> None:
+        """Judge each pending draft once the committed tokens decide it: nodes up to the first miss
+        (or all) were checked, the ones before it hit. Under greedy decoding the committed tokens do
+        not depend on what was sent, so a node the rule withheld is judged as if it had been sent."""
+        if self.rates is None:
+            return
+        undecided = []
+        for start, draft in self.pending:
+            ahead = self.tokens[start: start + len(draft)]
+            hits = confirmed(draft, ahead)
+            if hits == len(ahead) < len(draft):  # right so far, but the tokens stop short
+                undecided.append((start, draft))
+                continue
+            self.rates.age()
+            self.rates.trials[: min(hits + 1, len(draft))] += 1
+            self.rates.hits[:hits] += 1
+        self.pending = undecided
+
+    def path_probs(self) -> np.ndarray:
+        """P(node j of the offered draft and every node before it accepted).  # [d]"""
+        if self.rates is None or not len(self.offered):
+            return np.zeros(len(self.offered))
+        return np.cumprod(self.rates.estimate()[: len(self.offered)])
 
 
 def first_chain(draft: Draft) -> np.ndarray:
@@ -74,18 +228,32 @@ def first_chain(draft: Draft) -> np.ndarray:
     return draft.tokens[path]
 
 
+def _settings(vllm_config: Any) -> dict:
+    """``additional_config["pld_lab"]`` (empty when absent)."""
+    extra = getattr(vllm_config, "additional_config", None) or {}
+    ours = extra.get("pld_lab") if isinstance(extra, dict) else None
+    return ours if isinstance(ours, dict) else {}
+
+
 def configured_drafter(vllm_config: Any) -> str:
     """The drafter spec from ``additional_config["pld_lab"]["drafter"]``, the environment, or the default."""
-    extra = getattr(vllm_config, "additional_config", None) or {}
-    spec = (extra.get("pld_lab") or {}).get("drafter") if isinstance(extra, dict) else None
-    return spec or os.environ.get(ENV_VAR) or DEFAULT_DRAFTER
+    return _settings(vllm_config).get("drafter") or os.environ.get(ENV_VAR) or DEFAULT_DRAFTER
+
+
+def configured_rule(vllm_config: Any) -> BatchRule | None:
+    """The batch rule from ``additional_config["pld_lab"]["batch_rule"]`` (:meth:`BatchRule.from_setting`)."""
+    return BatchRule.from_setting(_settings(vllm_config).get("batch_rule"))
 
 
 class DrafterProposer:
-    """A vLLM custom proposer running a pld-lab drafter per request (see the module docstring)."""
+    """A vLLM custom proposer running a pld-lab drafter per request (see the module docstring).
+
+    ``drafter`` and ``batch_rule`` override the settings in ``vllm_config`` (``batch_rule`` takes the
+    same values as the ``batch_rule`` setting; None: the setting, else the default rule).
+    """
 
     def __init__(self, vllm_config: Any = None, drafter: str | None = None,
-                 num_speculative_tokens: int | None = None) -> None:
+                 num_speculative_tokens: int | None = None, batch_rule: BatchRule | bool | dict | None = None) -> None:
         self.spec = drafter or configured_drafter(vllm_config)
         make_drafter(self.spec)  # a bad spec fails when the engine starts, not at the first step
         k = num_speculative_tokens
@@ -94,6 +262,7 @@ class DrafterProposer:
         if not isinstance(k, int) or k < 1:
             raise PLDError(f"num_speculative_tokens must be an integer >= 1, got {k!r}")
         self.k = k
+        self.rule = configured_rule(vllm_config) if batch_rule is None else BatchRule.from_setting(batch_rule)
         self.kept: list[_Request] = []  # the requests seen lately
         self.by_slot: dict[int, _Request] = {}  # batch row -> its request, at the last step
         self.resets = 0  # new requests recognised (drafters built)
@@ -104,19 +273,25 @@ class DrafterProposer:
     def propose(self, sampled_token_ids: Sequence[Sequence[int]], num_tokens_no_spec: np.ndarray,
                 token_ids_cpu: np.ndarray, slot_mappings: Any = None, **kwargs) -> list[list[int]]:
         """One list of at most ``num_speculative_tokens`` draft ids per batch row (may be empty)."""
-        out: list[list[int]] = []
         slots: dict[int, _Request] = {}
         for i, sampled in enumerate(sampled_token_ids):
             if not len(sampled):  # a row still in (chunked) prefill samples nothing: nothing to draft
-                out.append([])
                 continue
             row = np.asarray(token_ids_cpu[i, : int(num_tokens_no_spec[i])], dtype=np.int64)
             request = slots[i] = self._request_of(row, i, slots.values())
             request.advance(row)
-            request.last_draft = Draft(first_chain(request.drafter.propose(self.k))[: self.k])
-            out.append(request.last_draft.tokens.tolist())
+            request.offer(first_chain(request.drafter.propose(self.k))[: self.k])
+        out: list[list[int]] = [[] for _ in sampled_token_ids]
+        for (i, request), n in zip(slots.items(), self._sent(list(slots.values()))):
+            out[i] = request.offered[:n].tolist()
         self._age(slots)
         return out
+
+    def _sent(self, requests: list[_Request]) -> list[int]:
+        """How many nodes of each decoding row's offered draft go to verification (the batch rule)."""
+        if self.rule is None:
+            return [len(r.offered) for r in requests]
+        return batch_cut([r.path_probs() for r in requests], self.rule.fixed_tokens, self.rule.row_tokens)
 
     def _request_of(self, row: np.ndarray, slot: int, taken) -> _Request:
         """The kept request ``row`` continues (the one last seen in this row first), else a new one."""
@@ -126,7 +301,8 @@ class DrafterProposer:
                 return request
         drafter = make_drafter(self.spec)
         drafter.reset(row.tolist())
-        self.kept.append(_Request(drafter, row.copy()))
+        rates = self.rule.new_rates(self.k) if self.rule is not None else None
+        self.kept.append(_Request(drafter, row.copy(), rates))
         self.resets += 1
         return self.kept[-1]
 

@@ -1,5 +1,6 @@
 """decoding.integrations.vllm: the proposer recognises each batch row's request by its tokens, drafts
-what the drafter alone would, and stays within vLLM's contract (no vLLM needed: arrays in, lists out)."""
+what the drafter alone would, sends less of it as the batch grows (the batch rule), and stays
+within vLLM's contract (no vLLM needed: arrays in, lists out)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 import lookup
-from decoding.integrations.vllm import DrafterProposer, configured_drafter, first_chain
+from decoding.integrations.vllm import BatchRule, DrafterProposer, batch_cut, configured_drafter, first_chain
 from lookup.base import Draft
 from lookup.errors import PLDError
 
@@ -47,7 +48,7 @@ def reference(spec: str, tokens: list[int]) -> list[int]:
 
 @pytest.mark.parametrize("spec", ["suffix-automaton", "unfold", "voting:tree=True"])
 def test_rows_that_move_join_and_leave_get_their_own_requests_drafts(spec):
-    proposer = DrafterProposer(drafter=spec, num_speculative_tokens=K)
+    proposer = DrafterProposer(drafter=spec, num_speculative_tokens=K, batch_rule=False)  # offered drafts whole
     batch, futures = Batch(), texts(5, seed=1)
     live = {0: 8, 1: 10, 2: 7}  # request -> tokens seen so far
     rng = np.random.default_rng(0)
@@ -70,7 +71,7 @@ def test_rows_that_move_join_and_leave_get_their_own_requests_drafts(spec):
 
 
 def test_a_new_request_in_a_reused_row_is_a_new_drafter():
-    proposer = DrafterProposer(drafter="suffix-automaton", num_speculative_tokens=K)
+    proposer = DrafterProposer(drafter="suffix-automaton", num_speculative_tokens=K, batch_rule=False)
     a, b = texts(2, seed=2)
     batch = Batch()
     batch.call(proposer, [a[:10]])
@@ -126,3 +127,119 @@ def test_the_drafter_is_chosen_without_code(monkeypatch):
         DrafterProposer(drafter="sufix-automaton", num_speculative_tokens=3)
     with pytest.raises(PLDError, match="num_speculative_tokens"):
         DrafterProposer(drafter="unfold")
+
+
+# --------------------------------------------------------------------------- the batch rule
+
+
+#: a cost model where a row costs no more than a draft token (a GPU below its compute bound):
+#: the rule's effect is strongest there
+CHEAP_ROWS = BatchRule(fixed_tokens=6.0, row_tokens=1.0)
+
+
+def ratio(path_probs: list[list[float]], sent: list[int], fixed: float, per_row: float) -> float:
+    """The batch's expected tokens per unit of step cost when row i sends sent[i] nodes."""
+    rows = len(path_probs)
+    return (rows + sum(sum(p[:n]) for p, n in zip(path_probs, sent))) / (fixed + per_row * rows + sum(sent))
+
+
+def test_the_batch_cut_drafts_less_per_row_as_the_batch_grows():
+    row = [0.8, 0.6, 0.45, 0.3, 0.2]
+    sent = [batch_cut([np.array(row)] * b, 6.0, 1.0)[0] for b in range(1, 33)]
+    assert sent[0] == 4 and sent[-1] == 0  # one row: all but the unlikeliest node; 32 rows: none
+    assert all(a >= b for a, b in zip(sent, sent[1:]))
+    assert batch_cut([np.array(row), np.zeros(0)], 6.0, 1.0)[1] == 0  # a row without a draft sends nothing
+    assert batch_cut([], 6.0, 1.0) == [] and batch_cut([np.zeros(0)] * 3, 6.0, 1.0) == [0, 0, 0]
+
+
+def test_where_rows_are_dear_likely_nodes_are_sent_at_any_batch():
+    # a node is worth sending from p ~ rows / (fixed + per_row * rows) < 1 / per_row
+    row = np.array([0.5, 0.3, 0.15])
+    assert [batch_cut([row] * b, 22.0, 5.0)[0] for b in (1, 16, 256)] == [3, 2, 2]
+    assert batch_cut([row] * 256, 6.0, 1.0)[0] == 0
+
+
+def test_in_a_big_batch_only_the_likely_rows_draft():
+    likely, unlikely = np.cumprod([0.97] * 5), np.cumprod([0.6] * 5)
+    sent = batch_cut([likely] * 8 + [unlikely] * 8, 6.0, 1.0)
+    assert sent[:8] == [5] * 8 and sent[8:] == [0] * 8
+
+
+def test_the_batch_cut_is_the_best_choice_of_prefixes():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        rows, fixed, per_row = int(rng.integers(1, 4)), float(rng.uniform(0, 30)), float(rng.uniform(0.5, 8))
+        probs = [np.cumprod(rng.uniform(0.05, 1.0, int(rng.integers(0, 4)))) for _ in range(rows)]
+        sent = batch_cut(probs, fixed, per_row)
+        assert all(0 <= n <= len(p) for n, p in zip(sent, probs))
+        best = max(ratio(probs, list(c), fixed, per_row) for c in np.ndindex(*[len(p) + 1 for p in probs]))
+        assert ratio(probs, sent, fixed, per_row) == pytest.approx(best)
+
+
+def run(proposer: DrafterProposer, futures: list[list[int]], start: int, steps: int) -> tuple[int, int]:
+    """Decode ``futures`` (one row each, from ``start`` tokens) as vLLM would under greedy decoding:
+    each step a row commits its sent draft's matching prefix and the next true token; a row that
+    reaches its end leaves. Returns (draft tokens sent, tokens committed)."""
+    batch, seen = Batch(width=max(map(len, futures)) + 8), [start] * len(futures)
+    sent_total = 0
+    for _ in range(steps):
+        live = [i for i, f in enumerate(futures) if seen[i] < len(f)]
+        if not live:
+            break
+        drafts = batch.call(proposer, [futures[i][: seen[i]] for i in live])
+        for i, draft in zip(live, drafts):
+            truth = futures[i][seen[i]:]
+            accepted = next((j for j, (d, t) in enumerate(zip(draft, truth)) if d != t), min(len(draft), len(truth)))
+            seen[i] = min(seen[i] + accepted + 1, len(futures[i]))
+            sent_total += len(draft)
+    return sent_total, sum(seen) - start * len(futures)
+
+
+def test_the_proposer_sends_less_per_row_in_a_big_batch():
+    futures = texts(16, seed=3)
+    # the same requests for the same steps: each alone (batch 1), then all together (batch 16)
+    def proposer():
+        return DrafterProposer(drafter="suffix-automaton", num_speculative_tokens=K, batch_rule=CHEAP_ROWS)
+
+    alone = sum(run(proposer(), [f], 6, 10)[0] for f in futures)
+    together = run(proposer(), futures, 6, 10)[0]
+    assert together < alone / 4
+
+
+def test_withheld_drafts_still_teach_the_rule_so_sure_rows_draft_again():
+    futures = [[1, 2, 3, 4, 5, 6, 7] * 40 for _ in range(16)]  # every draft is right
+    proposer = DrafterProposer(drafter="suffix-automaton", num_speculative_tokens=K, batch_rule=CHEAP_ROWS)
+    first, _ = run(proposer, futures, 8, 1)
+    assert first == 0  # at the prior, 16 rows can afford no draft
+    later, committed = run(proposer, futures, 8 + 1, 12)
+    assert later > 0 and committed > 16 * 12  # learnt from committed tokens alone, then drafted
+
+
+def test_without_the_rule_every_offered_draft_is_sent():
+    futures = texts(16, seed=3)
+    cut = run(DrafterProposer(drafter="suffix-automaton", num_speculative_tokens=K, batch_rule=CHEAP_ROWS),
+              futures, 6, 3)[0]
+    whole = run(DrafterProposer(drafter="suffix-automaton", num_speculative_tokens=K, batch_rule=False),
+                futures, 6, 3)[0]
+    assert cut < whole
+
+
+def test_the_batch_rule_is_configured_without_code():
+    def config(rule):
+        extra = {"pld_lab": {"drafter": "unfold"} | ({} if rule is None else {"batch_rule": rule})}
+        return SimpleNamespace(additional_config=extra, speculative_config=SimpleNamespace(num_speculative_tokens=5))
+
+    assert DrafterProposer(config(None)).rule == BatchRule()
+    assert DrafterProposer(config(False)).rule is None
+    assert DrafterProposer(config({"fixed_tokens": 2, "decay": 0.9})).rule == BatchRule(fixed_tokens=2.0, decay=0.9)
+    assert DrafterProposer(config(False), batch_rule=True).rule == BatchRule()  # the argument wins
+    with pytest.raises(PLDError, match="unknown setting"):
+        DrafterProposer(config({"fixed": 2}))
+    with pytest.raises(PLDError, match="fixed_tokens"):
+        DrafterProposer(config({"fixed_tokens": -1}))
+    with pytest.raises(PLDError, match="row_tokens"):
+        DrafterProposer(config({"row_tokens": 0}))
+    with pytest.raises(PLDError, match="every setting is a number"):
+        DrafterProposer(config({"decay": "fast"}))
+    with pytest.raises(PLDError, match="batch_rule must be"):
+        DrafterProposer(config("off"))
