@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.buffer import TokenBuffer
 from lookup.registry import register
 
 if TYPE_CHECKING:
@@ -62,33 +63,24 @@ class UnfoldDrafter(Drafter):
         self.max_ngram_size = max_ngram_size
         self.num_pred_tokens = num_pred_tokens
         self.device = torch.device(device)
-        self._buf = torch.zeros(1, 256, dtype=torch.long, device=self.device)  # [1, capacity]
-        self._len = 0
+        device = self.device  # the context, [1, capacity], grown by doubling (not a torch.cat per step)
+        self._buf = TokenBuffer(lambda c: torch.zeros(1, c, dtype=torch.long, device=device),
+                                convert=lambda t: torch.as_tensor(np.asarray(t, dtype=np.int64), device=device))
 
     def reset(self, prompt: Sequence[int]) -> None:
-        self._len = 0
-        self.extend(prompt)
+        self._buf.clear()
+        self._buf.extend(prompt)
 
     def extend(self, tokens: Sequence[int]) -> None:
-        import torch
-
-        n = len(tokens)
-        if n == 0:
-            return
-        if self._len + n > self._buf.size(1):  # amortised doubling, not a torch.cat per step
-            grown = torch.zeros(1, 2 * (self._len + n), dtype=torch.long, device=self.device)
-            grown[:, : self._len] = self._buf[:, : self._len]
-            self._buf = grown
-        self._buf[0, self._len : self._len + n] = torch.as_tensor(np.asarray(tokens, dtype=np.int64), device=self.device)
-        self._len += n
+        self._buf.extend(tokens)
 
     @property
     def input_ids(self) -> torch.Tensor:
         """The committed context.  # [1, L]"""
-        return self._buf[:, : self._len]
+        return self._buf.view()
 
     def propose(self, budget: int) -> Draft:
-        if budget <= 0 or self._len == 0:
+        if budget <= 0 or self._buf.length == 0:
             return EMPTY_DRAFT
         found = find_candidate_pred_tokens(self.input_ids, self.max_ngram_size, self.num_pred_tokens)
         if len(found) == 0:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.buffer import TokenBuffer
 from lookup.errors import PLDError
 from lookup.registry import register
 
@@ -64,36 +65,27 @@ class HfPromptLookup(Drafter):
         self.num_output_tokens = num_output_tokens
         self.max_matching_ngram_size = max_matching_ngram_size
         self.eos_token_id = eos_token_id
-        self._buf = torch.zeros(1, 256, dtype=torch.long)  # [1, capacity] the committed context
-        self._len = 0
+        # the committed context, [1, capacity]
+        self._buf = TokenBuffer(lambda c: torch.zeros(1, c, dtype=torch.long),
+                                convert=lambda t: torch.as_tensor(np.asarray(t, dtype=np.int64)))
 
     def reset(self, prompt: Sequence[int]) -> None:
-        self._len = 0
-        self.extend(prompt)
+        self._buf.clear()
+        self._buf.extend(prompt)
 
     def extend(self, tokens: Sequence[int]) -> None:
-        import torch
-
-        n = len(tokens)
-        if n == 0:
-            return
-        if self._len + n > self._buf.size(1):  # amortised doubling
-            grown = torch.zeros(1, 2 * (self._len + n), dtype=torch.long)
-            grown[:, : self._len] = self._buf[:, : self._len]
-            self._buf = grown
-        self._buf[0, self._len : self._len + n] = torch.as_tensor(np.asarray(tokens, dtype=np.int64))
-        self._len += n
+        self._buf.extend(tokens)
 
     @property
     def input_ids(self) -> torch.Tensor:
         """The committed context.  # [1, L]"""
-        return self._buf[:, : self._len]
+        return self._buf.view()
 
     def propose(self, budget: int) -> Draft:
-        if budget <= 0 or self._len == 0:
+        if budget <= 0 or self._buf.length == 0:
             return EMPTY_DRAFT
         candidates, _ = self.generator.get_candidates(self.input_ids)  # [1, L + n]: the context, then the draft
-        draft = candidates[0, self._len :][:budget]
+        draft = candidates[0, self._buf.length :][:budget]
         return Draft(draft.numpy()) if len(draft) else EMPTY_DRAFT
 
     def params(self) -> dict:

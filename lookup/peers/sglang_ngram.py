@@ -13,7 +13,7 @@ How it drafts, per step of one request:
 * after each verify step the worker inserts the last ``branch_length`` committed tokens into a
   trie: every suffix of that window (longer than ``min_match_window_size``), counting each
   node's frequency and keeping each node's children in most-recently-used order. The prompt is
-  not inserted (the worker's ``FIXME``: only the window at its end gets in, with the first step);
+  not inserted (a known gap the worker's own comment flags: only the window at its end gets in, with the first step);
 * to draft, the last ``max_match_window_size`` tokens are matched in the trie at every length
   from the longest down to ``min_match_window_size``; from each match, a breadth-first walk
   takes the most recently used children (more of them for shorter matches: breadth from

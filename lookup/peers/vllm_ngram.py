@@ -28,6 +28,7 @@ import numpy as np
 from numba import njit
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.buffer import TokenBuffer
 from lookup.registry import register
 
 _warmed = False
@@ -135,31 +136,22 @@ class VllmNgram(Drafter):
         self.prompt_lookup_min = prompt_lookup_min
         self.min_n, self.max_n = resolve_lookup_range(prompt_lookup_min, prompt_lookup_max)
         self.max_model_len = max_model_len
-        self._tokens = np.zeros(256, dtype=np.int32)  # [capacity] the context; vLLM keeps int32 ids
-        self._len = 0
+        self._tokens = TokenBuffer(lambda c: np.zeros(c, dtype=np.int32))  # the context; vLLM keeps int32 ids
         _warm_up()
 
     def reset(self, prompt: Sequence[int]) -> None:
-        self._len = 0
-        self.extend(prompt)
+        self._tokens.clear()
+        self._tokens.extend(prompt)
 
     def extend(self, tokens: Sequence[int]) -> None:
-        n = len(tokens)
-        if n == 0:
-            return
-        if self._len + n > len(self._tokens):  # amortised doubling
-            grown = np.zeros(2 * (self._len + n), dtype=np.int32)
-            grown[: self._len] = self._tokens[: self._len]
-            self._tokens = grown
-        self._tokens[self._len : self._len + n] = np.asarray(tokens, dtype=np.int64)
-        self._len += n
+        self._tokens.extend(tokens)
 
     def propose(self, budget: int) -> Draft:
         k = min(self.num_speculative_tokens, budget)
-        if k <= 0 or self._len == 0:
+        if k <= 0 or self._tokens.length == 0:
             return EMPTY_DRAFT
         max_model_len = self.max_model_len if self.max_model_len is not None else 1 << 62
-        found = find_longest_matched_ngram_and_propose_tokens(self._tokens[: self._len], self.min_n, self.max_n,
+        found = find_longest_matched_ngram_and_propose_tokens(self._tokens.view(), self.min_n, self.max_n,
                                                               max_model_len, k)
         return Draft(found) if len(found) else EMPTY_DRAFT
 
