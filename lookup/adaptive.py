@@ -12,7 +12,10 @@ target's cost profile), so a wasted draft is a slowdown. Each step this drafter
    cost profile (:func:`lookup.policy.best_cut`).
 
 A wrapped drafter that reports no :meth:`~lookup.base.Drafter.match_length` is treated as if
-its matches were of a middling length (``UNKNOWN_MATCH``).
+its matches were of a middling length (``UNKNOWN_MATCH``). A wrapped drafter that says where its
+draft comes from (a ``match_source()`` method returning one of ``SOURCES``, as
+``suffix-automaton`` with a history does) gets acceptance statistics per source: a match of the
+same length in another request is not as good a guide as one in the current context.
 
 When it drafts less than it could, the token the target commits still tells whether the
 next draft node would have been right, so it keeps learning even while drafting nothing.
@@ -44,6 +47,7 @@ import numpy as np
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
 from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs
+from lookup.params import require_bool
 from lookup.registry import create, register
 
 #: match-length bucket edges: [0-1], 2, 3, [4-5], [6-9], [10+]
@@ -59,9 +63,13 @@ MAX_RANK = 8
 COST_REFRESH = 128
 #: match length assumed for a wrapped drafter that reports none
 UNKNOWN_MATCH = 3
+#: where a wrapped drafter's draft may come from (its ``match_source()``), each with its own statistics
+SOURCES = ("context", "history")
 DEFAULT_BASE = "suffix-automaton"
-#: the policy picks the length, so the default base drafts as far as its match goes
-DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None}
+#: the policy picks the length, so the default base drafts as far as its match goes; without the
+#: fallback to the earliest occurrence, whose long continuations from far away were mostly wrong
+#: (docs/oracle-gap.md)
+DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None, "fallback": False}
 
 
 @register("adaptive")
@@ -70,6 +78,9 @@ class AdaptiveDrafter(Drafter):
 
     ``wants_top`` is the wrapped drafter's (the default base wants none); ``profile`` is the
     target's cost profile (a path to a saved one, or None for the reference CPU profile).
+    ``history=True`` asks the wrapped drafter (named, with a ``history`` parameter, as
+    ``suffix-automaton`` has) to keep the requests served before and draft from them too, and
+    keeps this drafter's acceptance statistics from one request to the next.
     """
 
     uses_profile = True
@@ -82,6 +93,7 @@ class AdaptiveDrafter(Drafter):
         prior_strength: float = 2.0,
         decay: float = 0.98,
         base_params: dict | None = None,
+        history: bool = False,
     ) -> None:
         super().__init__()
         if not isinstance(base, (str, Drafter)):
@@ -90,23 +102,30 @@ class AdaptiveDrafter(Drafter):
             raise TypeError(f"base must be a drafter name or instance, got {base!r}{hint}")
         if base_params is None:
             base_params = DEFAULT_BASE_PARAMS if base == DEFAULT_BASE else {}
+        if require_bool("history", history):
+            if not isinstance(base, str):
+                raise TypeError("history=True needs the wrapped drafter by name (it is created with history=True)")
+            base_params = {**base_params, "history": True}
         self.base = create(base, **base_params) if isinstance(base, str) else base
         self.profile = CostProfile.load(profile) if isinstance(profile, str) else (profile or CPU_SMOLLM2)
         self.max_tokens, self.prior_strength, self.decay = max_tokens, prior_strength, decay
         self.wants_top = self.base.wants_top  # the wrapped drafter's wish
         later = np.minimum(PRIOR_FIRST + PRIOR_LATER_BONUS, 0.9)
         prior = np.column_stack([PRIOR_FIRST, np.repeat(later[:, None], max_tokens - 1, axis=1)])  # [B, L]
-        # P(node at depth d accepted | the ones before accepted), per match-length bucket: [B, L]
+        prior = np.tile(prior, (len(SOURCES), 1))  # [S*B, L]: the buckets of each source in turn
+        # P(node at depth d accepted | the ones before accepted), per source and match-length bucket: [S*B, L]
         self._depth = DecayedRate(prior, prior_strength, decay)
         # P(the rank-r child is right | its elder siblings are wrong), r >= 1 (index 0 unused): [R]
         self._ranks = DecayedRate(np.full(MAX_RANK, PRIOR_RANK), prior_strength, decay)
         self._context = 0  # committed tokens (prompt + output)
         self._cost_context = -1  # the context self._cost was looked up at
-        self._init_counts()
+        self.history = bool(history)
+        self._init_counts(forget=True)
 
-    def _init_counts(self) -> None:
-        self._depth.clear()
-        self._ranks.clear()
+    def _init_counts(self, forget: bool) -> None:
+        if forget:
+            self._depth.clear()
+            self._ranks.clear()
         self._last: tuple[Draft, int, int] | None = None  # (full draft, bucket, sent) of the last propose
         self._committed: list[int] = []
 
@@ -114,7 +133,9 @@ class AdaptiveDrafter(Drafter):
     def reset(self, prompt: Sequence[int]) -> None:
         self.base.reset(prompt)
         self._context = len(prompt)
-        self._init_counts()
+        # with a history, what the last requests taught carries on (decaying as within a request):
+        # requests served one after the other are alike more often than not (docs/oracle-gap.md)
+        self._init_counts(forget=not self.history)
 
     def extend(self, tokens: Sequence[int]) -> None:
         self.base.extend(tokens)
@@ -243,9 +264,14 @@ class AdaptiveDrafter(Drafter):
         return self.base.match_length()
 
     def _bucket(self) -> int:
+        """The statistics row of the wrapped drafter's current match: its source, then its length."""
         m = self.base.match_length()
-        return int(np.searchsorted(BUCKET_EDGES, UNKNOWN_MATCH if m is None else m, side="right"))
+        bucket = int(np.searchsorted(BUCKET_EDGES, UNKNOWN_MATCH if m is None else m, side="right"))
+        source = getattr(self.base, "match_source", None)
+        row = SOURCES.index(source()) if source is not None and source() in SOURCES else 0
+        return bucket + row * (len(BUCKET_EDGES) + 1)
 
     def params(self) -> dict:
         return {"base": self.base.name, "base_params": self.base.params(), "profile": self.profile.model,
-                "max_tokens": self.max_tokens, "prior_strength": self.prior_strength, "decay": self.decay}
+                "max_tokens": self.max_tokens, "prior_strength": self.prior_strength, "decay": self.decay,
+                "history": self.history}

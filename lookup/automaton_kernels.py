@@ -1,7 +1,7 @@
 """Numba kernels of the online suffix automaton (SAM) shared by the lookup drafters.
 
 Module-level pure functions over numpy arrays (vLLM n-gram proposer style): the owning
-class (:class:`lookup.suffix_automaton.SuffixAutomaton`) allocates and grows the arrays,
+class (:class:`lookup.automaton.SuffixAutomaton`) allocates and grows the arrays,
 the kernels only read and write them, and the tests call the kernels directly.
 
 Layout
@@ -284,6 +284,32 @@ def recent_ends(states: np.ndarray, state: int, before: int, out: np.ndarray) ->
             n += 1
         k -= 1
     return n
+
+
+@njit(cache=True)
+def follow(states: np.ndarray, table: np.ndarray, meta: np.ndarray, state: int, length: int,
+           tokens: np.ndarray, m: int) -> tuple[int, int]:
+    """Matching statistics: carry the longest match of a *foreign* sequence's suffix through ``m`` more tokens.
+
+    (``state``, ``length``) is the longest suffix of the foreign sequence so far that occurs in the
+    automaton's sequence (its state, its length; (0, 0) for none). After ``tokens[:m]`` it is the longest
+    suffix of the extended foreign sequence that does: on a missing transition, fall back along suffix
+    links (shorter suffixes) until one extends. O(1) amortised per token.
+    """
+    for i in range(m):
+        token = tokens[i]
+        while True:
+            nxt = transition(table, meta, state, token)
+            if nxt >= 0:
+                state = nxt
+                length += 1
+                break
+            if state == 0:
+                length = 0
+                break
+            state = states[state, LINK]
+            length = states[state, LEN]
+    return state, length
 
 
 @njit(cache=True)

@@ -21,7 +21,8 @@ from lookup import automaton_kernels as K
 from lookup.base import EMPTY_DRAFT, Draft
 from lookup.params import require_bool
 from lookup.registry import register
-from lookup.suffix_automaton import AutomatonDrafter, SuffixAutomaton
+from lookup.automaton import SuffixAutomaton
+from lookup.suffix_automaton import AutomatonDrafter
 
 
 @njit(cache=True)
@@ -161,7 +162,7 @@ class VotingDrafter(AutomatonDrafter):
         max_branches: children per tree node at most (the tree's width per level).
         max_nodes: most nodes in a tree (the loop's budget may cut it further); with ``adaptive``
             around it, the cost profile picks how many of them to send.
-        max_depth: see :class:`lookup.suffix_automaton.SuffixAutomaton`; deeper than the
+        max_depth: see :class:`lookup.automaton.SuffixAutomaton`; deeper than the
             ``suffix-automaton`` default because fallbacks read shallower ancestors' rings too.
     """
 

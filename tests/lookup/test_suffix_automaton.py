@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lookup import automaton_kernels as K
-from lookup.suffix_automaton import MAX_LOAD, LinearLength, SuffixAutomaton, SuffixAutomatonDrafter
+from lookup.automaton import MAX_LOAD, SuffixAutomaton
+from lookup.suffix_automaton import LinearLength, SuffixAutomatonDrafter
 
 UNBOUNDED = 1 << 30  # max_depth that records every ancestor: rings exact, for comparison with brute force
 TOP_ID = K.VOCAB_LIMIT - 1  # 262,143

@@ -1,0 +1,114 @@
+"""A history across requests: what earlier requests said, searchable from the current one.
+
+    history = History()
+    history.restart(prompt)          # a new request: its context so far
+    history.follow(tokens)           # the request grows
+    length, start, stop = history.match()   # longest suffix of the request found in earlier ones
+    draft = history.tokens[start:stop]
+    history.add(output)              # the request is over: what it said joins the history
+
+Drafting from the current context alone cannot propose what the context never held; a server
+answering similar requests sees the same phrases again in other requests' outputs. This index
+keeps what earlier requests added (each as its own segment; the drafters add outputs) in one suffix automaton
+and follows the current request through it by matching statistics
+(:func:`lookup.automaton_kernels.follow`): after every token it knows the longest suffix of the
+current request that occurs in an earlier one, and the most recent such occurrence. A match may
+span two earlier requests; the continuation it offers stops at the end of the request it is in.
+
+Only what a request has committed is added, and only once it is over (``add``): a stream of
+requests replayed in order gives each request a history of earlier requests only.
+
+The idea follows SuffixDecoding's global suffix tree over earlier responses (arctic-inference,
+``suffix_decoding/cache.py``); the index is this package's suffix automaton.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Sequence
+
+import numpy as np
+
+from lookup import automaton_kernels as K
+from lookup.automaton import SuffixAutomaton, _as_tokens
+
+#: tokens kept by default; past it the oldest requests are dropped (the index is rebuilt)
+DEFAULT_MAX_TOKENS = 1 << 20
+
+
+class History:
+    """Earlier requests (a suffix automaton over them) and the current request's match in them.
+
+    Args:
+        max_tokens: tokens of history kept; when an added request would pass it, the oldest
+            requests are dropped (until at most half of it is left) and the index is rebuilt.
+    """
+
+    def __init__(self, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        self.max_tokens = int(max_tokens)
+        self.sam = SuffixAutomaton(occurrences=1)
+        self._starts: list[int] = []  # start offset of each request in the index
+        self._state, self._length = 0, 0
+
+    # -- the history ------------------------------------------------------------------------
+    @property
+    def tokens(self) -> np.ndarray:
+        """Every earlier request, one after the other (a view).  # [n] int32"""
+        return self.sam.sequence
+
+    @property
+    def requests(self) -> int:
+        """Earlier requests held."""
+        return len(self._starts)
+
+    def add(self, request: Sequence[int] | np.ndarray) -> None:
+        """A request is over: its tokens (what the caller keeps of it: the drafters keep its output) join the history."""
+        request = _as_tokens(request)
+        if not len(request):
+            return
+        if len(self.sam) + len(request) > self.max_tokens:
+            self._drop_oldest(len(request))
+        self._starts.append(len(self.sam))
+        self.sam.extend(request[-self.max_tokens:])
+
+    def _drop_oldest(self, incoming: int) -> None:
+        """Drop the oldest requests until the newest ones and ``incoming`` tokens fit in half the budget."""
+        bounds = self._starts + [len(self.sam)]
+        keep, total = len(self._starts), incoming
+        while keep > 0 and total + bounds[keep] - bounds[keep - 1] <= self.max_tokens // 2:
+            total += bounds[keep] - bounds[keep - 1]
+            keep -= 1
+        kept = self.tokens[bounds[keep]:].copy()
+        self._starts = [start - bounds[keep] for start in self._starts[keep:]]
+        self.sam.reset(kept)
+
+    # -- the current request ----------------------------------------------------------------
+    def restart(self, context: Sequence[int] | np.ndarray = ()) -> None:
+        """A new request begins with ``context``: its match starts over."""
+        self._state, self._length = 0, 0
+        self.follow(context)
+
+    def follow(self, tokens: Sequence[int] | np.ndarray) -> None:
+        """The current request grows by ``tokens``."""
+        if not len(self.sam) or not len(tokens):
+            return
+        new = _as_tokens(tokens)
+        self._state, self._length = K.follow(self.sam.states, self.sam.table, self.sam.meta,
+                                             self._state, self._length, new, len(new))
+
+    def match(self) -> tuple[int, int, int]:
+        """(length, start, stop): the longest suffix of the current request found in the history,
+        and where the tokens after its most recent occurrence are, ``tokens[start:stop]`` (up to the
+        end of the request that occurrence is in). (0, 0, 0) when nothing matches or nothing follows.
+        """
+        if self._length <= 0:
+            return 0, 0, 0
+        end = np.empty(1, dtype=np.int64)
+        if not K.recent_ends(self.sam.states, self._state, len(self.sam), end):
+            end[0] = self.sam.states[self._state, K.FIRST]
+        start = int(end[0]) + 1
+        nxt = bisect.bisect_right(self._starts, int(end[0]))
+        stop = self._starts[nxt] if nxt < len(self._starts) else len(self.sam)
+        return (self._length, start, stop) if start < stop else (0, 0, 0)

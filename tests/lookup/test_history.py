@@ -1,0 +1,134 @@
+"""The history across requests against brute-force searches, and the drafters that keep one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lookup
+from lookup.adaptive import SOURCES
+from lookup.history import History
+
+
+def brute_longest(history: list[int], current: list[int]) -> int:
+    """Length of the longest suffix of ``current`` that occurs anywhere in ``history``."""
+    best = 0
+    for length in range(1, len(current) + 1):
+        suffix = current[len(current) - length:]
+        if not any(history[i:i + length] == suffix for i in range(len(history) - length + 1)):
+            break  # a longer suffix cannot occur if this one does not
+        best = length
+    return best
+
+
+def check_match(history: History, kept: list[list[int]], current: list[int]) -> None:
+    """History.match() against the kept requests: the longest match, a real occurrence of it, and
+    the rest of the request that occurrence ends in."""
+    concat = [t for request in kept for t in request]
+    assert history.tokens.tolist() == concat
+    length, start, stop = history.match()
+    want = brute_longest(concat, current)
+    bounds = np.cumsum([0] + [len(r) for r in kept])
+    if length == 0:
+        # nothing matches, or the match ends its request: nothing to copy
+        assert want == 0 or start == stop == 0
+        return
+    assert length == want
+    assert concat[start - length:start] == current[len(current) - length:]
+    segment = int(np.searchsorted(bounds, start - 1, side="right")) - 1  # the request the occurrence ends in
+    assert stop == bounds[segment + 1] and start < stop
+
+
+requests = st.lists(st.lists(st.integers(0, 3), min_size=0, max_size=25), max_size=6)
+
+
+@given(earlier=requests, current=st.lists(st.integers(0, 3), max_size=30),
+       cuts=st.lists(st.integers(0, 30), max_size=5))
+def test_the_match_is_the_longest_suffix_found_in_earlier_requests(earlier, current, cuts):
+    history = History()
+    for request in earlier:
+        history.add(request)
+    kept = [r for r in earlier if r]
+    cuts = sorted(c for c in cuts if c <= len(current))
+    chunks = [current[a:b] for a, b in zip([0, *cuts], [*cuts, len(current)])]
+    history.restart(chunks[0])
+    seen = list(chunks[0])
+    check_match(history, kept, seen)
+    for chunk in chunks[1:]:
+        history.follow(chunk)
+        seen += chunk
+        check_match(history, kept, seen)
+
+
+@given(earlier=st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=20), min_size=1, max_size=8),
+       budget=st.integers(10, 40), current=st.lists(st.integers(0, 3), min_size=1, max_size=10))
+def test_a_full_history_drops_its_oldest_requests(earlier, budget, current):
+    history = History(max_tokens=budget)
+    for request in earlier:
+        history.add(request)
+    assert len(history.tokens) <= budget
+    # what is kept is the newest requests, whole, in order (the newest one cut to the budget)
+    kept, total = [], 0
+    for request in reversed(earlier):
+        kept.insert(0, request[-budget:])
+        total += len(kept[0])
+        if total == len(history.tokens):
+            break
+    assert history.requests == len(kept)
+    history.restart(current)
+    check_match(history, kept, current)
+
+
+def test_history_rejects_a_budget_below_one():
+    with pytest.raises(ValueError):
+        History(max_tokens=0)
+
+
+def serve(drafter, prompt, output):
+    """One request through the drafter's hooks (no verify): reset, then commit the output."""
+    drafter.reset(prompt)
+    drafter.extend(output)
+
+
+def test_the_drafter_copies_an_earlier_requests_output_never_its_prompt():
+    drafter = lookup.create("suffix-automaton", history=True, max_tokens=8, length_rule=None)
+    serve(drafter, [1, 2, 3, 4, 5, 6], [10, 11, 12, 13, 14, 15])
+    drafter.reset([7, 7, 1, 2, 3])  # the earlier prompt's text: not in the history
+    assert len(drafter.propose(8)) == 0 and drafter.match_source() == "context"
+    drafter.extend([10, 11])  # the earlier output's: copied from there
+    assert drafter.match_source() == "history" and drafter.match_length() == 2
+    assert drafter.propose(8).tokens.tolist() == [12, 13, 14, 15]
+
+
+def test_without_history_each_request_starts_empty():
+    drafter = lookup.create("suffix-automaton", max_tokens=8, length_rule=None)
+    serve(drafter, [1, 2, 3], [10, 11, 12, 13])
+    drafter.reset([9, 10, 11])
+    assert len(drafter.propose(8)) == 0 and drafter.match_source() == "context"
+
+
+def test_the_context_wins_a_tie_with_the_history():
+    drafter = lookup.create("suffix-automaton", history=True, max_tokens=8, length_rule=None)
+    serve(drafter, [0], [5, 6, 1, 2])
+    drafter.reset([5, 6, 3, 4, 5, 6])  # "5 6" matched in the context (-> 3) and in the history (-> 1)
+    assert drafter.match_source() == "context"
+    assert drafter.propose(2).tokens.tolist() == [3, 4]
+
+
+def test_adaptive_learns_history_drafts_apart_from_context_drafts():
+    adaptive = lookup.create("adaptive", history=True)
+    assert adaptive.base.history is not None and adaptive._depth.prior.shape[0] == len(SOURCES) * 6
+    serve(adaptive, [0], [5, 6, 7, 8])
+    adaptive.reset([9, 5, 6])
+    assert adaptive._bucket() >= 6  # a history row
+    adaptive.reset([5, 6, 1, 5, 6])
+    assert adaptive._bucket() < 6
+
+
+def test_history_needs_a_named_base_that_keeps_one():
+    with pytest.raises(TypeError, match="history"):
+        lookup.create("adaptive", base=lookup.create("suffix-automaton"), history=True)
+    with pytest.raises(TypeError, match="history"):
+        lookup.create("adaptive", base="unfold", history=True)
