@@ -33,6 +33,7 @@ from experiments.cli import guarded, quiet_libraries  # noqa: E402
 from experiments.reporting.plots import write_loss_plot  # noqa: E402
 from experiments.reporting.tables import describe_profile, format_profile, loss_table, render, report  # noqa: E402
 from experiments.running.explain import explain  # noqa: E402
+from experiments.running.hindsight import MODES as HINDSIGHT_MODES  # noqa: E402
 from experiments.running.record import record  # noqa: E402
 from experiments.running.replay import ReplayComparison, default_specs  # noqa: E402
 from experiments.running.verify import check_traces  # noqa: E402
@@ -73,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--drafters", default="adaptive", help="comma-separated drafter specs (default: adaptive)")
     exp.add_argument("--traces", default=None, help="trace folder (default: the shipped benchmark)")
     exp.add_argument("--plot", default="results/oracle_gap.png", help="where to draw the plot ('' for none)")
+    exp.add_argument("--stream", action="store_true",
+                     help="one stream of requests: drafters that keep a history across requests learn from earlier cases")
+    exp.add_argument("--hindsight", default="",
+                     help="also each drafter with hindsight of the answer, per mode: gate (no draft whose first token "
+                          "is wrong), trim (only the accepted part), cut (the best prefix of it): ceilings, not drafters")
     ver = sub.add_parser("verify", help="re-decode recorded cases on the model here and compare them token by token")
     ver.add_argument("--cases", type=int, default=10, help="cases to re-decode, one per task in turn (default 10)")
     ver.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
@@ -108,11 +114,17 @@ def cmd_explain(args) -> int:
     specs = parse_list(args.drafters)
     if not specs:
         raise PLDError("--drafters is empty")
+    modes = parse_list(args.hindsight)
+    unknown = [m for m in modes if m not in HINDSIGHT_MODES]
+    if unknown:
+        raise PLDError(f"--hindsight: unknown mode {unknown[0]!r} (choose from {', '.join(HINDSIGHT_MODES)})")
+    runs = [(spec, None) for spec in specs] + [(spec, mode) for spec in specs for mode in modes]
     losses = {}
-    total = len(specs) * sum(len(s.cases) for s in sets)
+    total = len(runs) * sum(len(s.cases) for s in sets)
     with tqdm(total=total, desc="explain", unit="case") as bar:
-        for spec in specs:
-            losses[spec] = explain(sets, spec, progress=bar.update)
+        for spec, mode in runs:
+            label = spec if mode is None else f"{spec} [hindsight: {mode}]"
+            losses[label] = explain(sets, spec, progress=bar.update, stream=args.stream, hindsight=mode)
     for spec, by_group in losses.items():
         print(f"\n{spec}: the gap to the cost-aware oracle, by part (decoding phase, {sets[0].profile.model})")
         print(loss_table(by_group))

@@ -238,6 +238,12 @@ def write_benchmark(folder: Path, sets: Sequence[TraceSet], **extra) -> dict:
     return info
 
 
+def in_order(sets: Sequence[TraceSet]) -> list[TraceSet]:
+    """The trace sets in the benchmark's order (tasks by name; each set's cases in file order): the
+    order its hash reads them in, and the order a stream of requests serves them."""
+    return sorted(sets, key=lambda s: s.task)
+
+
 def benchmark_hash(sets) -> str:
     """A hash of what is scored: every case of every trace file (by task name) and the cost profile.
 
@@ -245,7 +251,7 @@ def benchmark_hash(sets) -> str:
     hold a time stamp) keeps the hash, and a cut tail that the reader drops does not count.
     """
     h = hashlib.sha256()
-    for trace_set in sorted(sets, key=lambda s: s.task):
+    for trace_set in in_order(sets):
         h.update(f"task {trace_set.task} {len(trace_set.cases)}\n".encode())
         for case in trace_set.cases:
             h.update(json.dumps(case.to_json(), sort_keys=True).encode())

@@ -34,9 +34,10 @@ from typing import Iterable, Sequence
 
 from decoding.generate import GenerationResult
 from experiments.benchmarks.prompts import ALL, group_of
-from experiments.benchmarks.traces import TraceCase, TraceSet
+from experiments.benchmarks.traces import TraceCase, TraceSet, in_order
 from experiments.running.methods import parse_method
-from experiments.running.oracle import ORACLE_CAP, OraclePlan, cost_aware_plan
+from experiments.running.hindsight import Hindsight
+from experiments.running.oracle import ORACLE_CAP, OraclePlan, cost_aware_plan, sequence_of
 from experiments.running.replay import replay_case
 from lookup.cost import CostProfile
 
@@ -124,18 +125,27 @@ def pool_losses(runs: Iterable[tuple[TraceCase, GenerationResult, CostProfile]],
 
 
 def explain(sets: Sequence[TraceSet], spec: str, profile: CostProfile | None = None,
-            cap: int = ORACLE_CAP, progress=None) -> dict[str, Loss]:
+            cap: int = ORACLE_CAP, progress=None, stream: bool = False, hindsight: str | None = None) -> dict[str, Loss]:
     """Replay drafter ``spec`` on every case of ``sets`` and decompose its gap to the oracle
-    (:func:`pool_losses`), under ``profile`` (default: each trace set's own)."""
+    (:func:`pool_losses`), under ``profile`` (default: each trace set's own).
+
+    ``stream``: one drafter serves every case in the benchmark's order, as ``--stream`` replays do
+    (a drafter with a history learns from earlier cases). ``hindsight``: wrap the drafter in
+    :class:`experiments.running.hindsight.Hindsight` with that mode (a ceiling, not a drafter).
+    """
     method = parse_method(spec)
+    ordered = in_order(sets) if stream else list(sets)
+    shared = method.make(profile or ordered[0].profile) if stream and ordered else None
 
     def runs():
-        for trace_set in sets:
+        for trace_set in ordered:
             priced = profile or trace_set.profile
             for case in trace_set.cases:
-                yield case, replay_case(case, method.make(priced), priced), priced
+                drafter = shared or method.make(priced)
+                if hindsight is not None:
+                    drafter = Hindsight(drafter, sequence_of(case), hindsight, priced)
+                yield case, replay_case(case, drafter, priced), priced
                 if progress is not None:
                     progress()
 
     return pool_losses(runs(), cap)
-

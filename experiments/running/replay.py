@@ -22,7 +22,7 @@ import decoding
 import lookup
 from decoding.generate import GenerationResult
 from decoding.trace_target import TraceTarget
-from experiments.benchmarks.traces import TraceCase, TraceSet, benchmark_hash, load_trace_sets
+from experiments.benchmarks.traces import TraceCase, TraceSet, benchmark_hash, in_order, load_trace_sets
 from experiments.running.cases import check_prompts
 from experiments.running.methods import REFERENCES, DrafterMethod, Run, parse_method
 from experiments.running.rows import CaseResult, case_result
@@ -121,7 +121,7 @@ class ReplayComparison:
 
     def __init__(self, sets: Sequence[TraceSet], specs: Sequence[str], results_dir: str | Path | None = "results",
                  fresh: bool = False, profile: CostProfile | None = None, stream: bool = False) -> None:
-        self.sets, self.profile, self.stream = sorted(sets, key=lambda s: s.task), profile, stream
+        self.sets, self.profile, self.stream = in_order(sets), profile, stream
         _check_unique_cases(self.sets)
         self.methods = replay_methods(specs)
         check_top_rows(self.sets, self.methods)

@@ -263,8 +263,10 @@ def test_bad_replay_options_are_one_line(tmp_path, change, match):
         ReplayComparison.from_args(args, ["none"])
 
 
-def test_a_stream_lets_a_history_drafter_learn_from_earlier_cases_only(tmp_path):
-    """--stream: one drafter serves the cases in order; a peer with history drafts the second case's
+@pytest.mark.parametrize("spec", ["peer:suffix-decoding:history=true", "suffix-automaton:history=true",
+                                  "adaptive:history=true"])
+def test_a_stream_lets_a_history_drafter_learn_from_earlier_cases_only(tmp_path, spec):
+    """--stream: one drafter serves the cases in order; a drafter with history drafts the second case's
     answer from the first case's, which a fresh drafter per case cannot."""
     from experiments.benchmarks.traces import load_trace_sets, trace_file
     from experiments.running.replay import ReplayComparison
@@ -273,7 +275,6 @@ def test_a_stream_lets_a_history_drafter_learn_from_earlier_cases_only(tmp_path)
     for i in range(2):
         append_case(trace_file(tmp_path, "t", 12), TraceCase(f"t/{i}", "t", 1, [1, 2, 3 + i], answer, [], "toy", 48,
                                                             [], 12))
-    spec = "peer:suffix-decoding:history=true"
     taus = {}
     for stream in (False, True):
         comparison = ReplayComparison(load_trace_sets(tmp_path), [spec], results_dir=None, stream=stream)
