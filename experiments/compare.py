@@ -18,7 +18,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
 
 from experiments.cli import guarded, quiet_libraries  # noqa: E402
-from lookup.errors import PLDError  # noqa: E402
 from lookup.specs import parse_list  # noqa: E402
 
 import lookup  # noqa: E402
@@ -59,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replay drafters against recorded greedy traces (experiments/traces.py record) instead of "
                         "running the model: tau and estimated speedup in seconds")
     p.add_argument("--stream", action="store_true",
-                   help="with --replay: serve the cases as one stream of requests, so that drafters that keep a history "
-                        "across requests (peer:suffix-decoding:history=true) learn from earlier cases only")
+                   help="serve the cases as one stream of requests, so that drafters that keep a history across requests "
+                        "(adaptive:history=true) learn from earlier cases only; live, each drafter runs every case again")
     p.add_argument("--traces", default=None,
                    help="trace folder for --replay (default: the shipped benchmark of the embedded model)")
     p.add_argument("--wandb", default=None, choices=["online", "offline", "off"],
@@ -81,8 +80,6 @@ def main(argv: list[str] | None = None) -> int:
     methods = parse_list(args.drafters) if args.drafters else default_methods()
     if args.replay and not args.drafters:  # traces stand in for the model: transformers' references need it
         methods = [m for m in methods if replayable_spec(m)]
-    if args.stream and not args.replay:
-        raise PLDError("--stream is a replay setting: add --replay")
     if args.replay:
         comparison = ReplayComparison.from_args(args, methods)
     else:

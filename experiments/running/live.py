@@ -1,4 +1,9 @@
-"""Run a live comparison: every method on every case of the model, rows to JSONL as they come."""
+"""Run a live comparison: every method on every case of the model, rows to JSONL as they come.
+
+With ``stream=True`` (``compare.py --stream``) each drafter method keeps one drafter for every case,
+in order, as a server answering a stream of requests would: a drafter with a history across
+requests (``adaptive:history=true``) learns from the earlier cases of the run.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ class Comparison:
 
     def __init__(self, target, methods: Sequence[Method], prompts: Sequence[Prompt], max_new_tokens: int,
                  sampling: Sampling, results_dir: str | Path = "results", fresh: bool = False,
-                 profile: CostProfile | None = None) -> None:
+                 profile: CostProfile | None = None, stream: bool = False) -> None:
         self.target, self.prompts, self.profile = target, list(prompts), profile
         self.max_new_tokens, self.sampling = max_new_tokens, sampling
         # The first method is the reference: its answers seed later turns, and speedups are over it.
@@ -32,7 +37,7 @@ class Comparison:
             "model": target.name, "device": str(target.device), "dtype": str(target.model.dtype),
             "max_new_tokens": max_new_tokens, "temperature": sampling.temperature, "top_k": sampling.top_k,
             "top_p": sampling.top_p, "seed": sampling.seed, "prompts": prompts_digest(self.prompts),
-            "reference": self.methods[0].spec, "versions": versions(),
+            "reference": self.methods[0].spec, "versions": versions(), **({"stream": True} if stream else {}),
         }
         self.experiment = config_hash(self.config)
         self.store = ResultStore(Path(results_dir) / f"compare-{self.experiment}.jsonl")
@@ -40,6 +45,10 @@ class Comparison:
         self.codes = {m.spec: code_key(*([m.make(profile)] if isinstance(m, DrafterMethod) else []),
                                        profile=profile) for m in self.methods}
         rows = reusable(self.store, fresh, self.codes)
+        # a stream: one drafter per drafter method serves every case in order, so each runs every case
+        # again (its history is what the earlier cases of this run left); references keep their rows
+        self.shared = {m.spec: m.make(profile) for m in self.methods if stream and isinstance(m, DrafterMethod)}
+        rows = {k: r for k, r in rows.items() if k[1] not in self.shared}
         # a row's speedup and identity check are against its case's reference row: keep rows only
         # where that reference row is kept too
         ref = self.methods[0].spec
@@ -56,7 +65,8 @@ class Comparison:
         prompts = select_prompts(args)
         target = decoding.load_model(args.model, device=args.device)
         profile = cost_profile(target, progress=True)  # measured once per model and device, then cached
-        return cls(target, methods, prompts, args.max_new_tokens, sampling, args.results, args.fresh, profile)
+        return cls(target, methods, prompts, args.max_new_tokens, sampling, args.results, args.fresh, profile,
+                   stream=getattr(args, "stream", False))
 
     # -- running -----------------------------------------------------------------------------
     def cases_total(self) -> int:
@@ -84,7 +94,9 @@ class Comparison:
         return self.rows[(case.id, self.methods[0].spec)].tokens
 
     def _measure(self, case: Case, method: Method) -> None:
-        run = method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.profile)
+        shared = self.shared.get(method.spec)
+        run = (method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.profile, drafter=shared)
+               if shared is not None else method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.profile))
         ref = self.rows.get((case.id, self.methods[0].spec))
         identical = mismatch = None
         if ref is not None and self.sampling.greedy:

@@ -126,9 +126,10 @@ class DrafterMethod(Method):
             params["profile"] = profile
         return lookup.create(self.name, **params)
 
-    def run(self, target, prompt_ids, max_new_tokens, sampling, profile=None):
+    def run(self, target, prompt_ids, max_new_tokens, sampling, profile=None, drafter: lookup.Drafter | None = None):
+        """Generate once with a fresh drafter, or with ``drafter`` (one that serves a stream of requests)."""
         return Run.of(decoding.generate(
-            target, prompt_ids, self.make(profile), max_new_tokens,
+            target, prompt_ids, drafter or self.make(profile), max_new_tokens,
             temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, seed=sampling.seed,
         ))
 

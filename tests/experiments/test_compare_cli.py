@@ -57,6 +57,23 @@ def test_small_comparison_writes_rows_and_resumes(tmp_path, capsys, embedded, mo
     assert len(path.read_text().splitlines()) == 9
 
 
+@pytest.mark.model
+def test_a_live_stream_serves_every_case_with_one_drafter_and_runs_them_all_again(tmp_path, embedded, monkeypatch):
+    import decoding
+
+    monkeypatch.setattr(decoding, "load_model", lambda *a, **k: embedded)
+    argv = ["--tasks", "code-edit,mt-bench", "--max-new-tokens", "12", "--drafters",
+            "none,adaptive:history=true", "--stream", "--results", str(tmp_path), "--wandb", "off"]
+    assert compare.main(argv) == 0
+    [path] = tmp_path.glob("compare-*.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(rows) == 3 * 2 and all(r["identical"] for r in rows if r["method"] != "none")
+    # a stream's drafter needs every earlier case, so a rerun runs them all again (none is a drafter too)
+    assert compare.main(argv) == 0
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(rows) == 2 * 3 * 2 and [r["method"] for r in rows[6:]] == [r["method"] for r in rows[:6]]
+
+
 def test_a_drafter_file_with_parameters_replays_beside_the_built_ins(tmp_path, capsys):
     from experiments.benchmarks.traces import TraceCase, append_case, trace_file
 
