@@ -17,7 +17,7 @@ from tqdm import tqdm
 import decoding
 import lookup
 from experiments.benchmarks.paths import local_path, portable_path
-from experiments.benchmarks.traces import spread_cases
+from experiments.benchmarks.traces import in_order, spread_cases
 from experiments.competition.board import NAME_RE, ORACLE, Board, now
 from experiments.competition.sandbox import Disqualified, Evaluation, Sandbox, Submission, evaluate
 from experiments.competition.scoring import ORACLE_CAP, board_rows, entry_scores, oracle_rows
@@ -136,17 +136,20 @@ def ensure_oracle(board: Board, sets, info: dict) -> dict:
 def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, names: Sequence[str] | None = None,
                   landlock: bool = True, say=print, require_isolation: bool = False) -> list[dict]:
     """Every built-in drafter through the same sandbox, recorded as a baseline: those missing from
-    the board or scored by other code than today's (all of them with ``rerun``)."""
+    the board or scored by other code than today's (all of them with ``rerun``). A built-in with a
+    history across requests is also recorded with it, as :func:`stream_entry` says."""
     have = {e["name"]: e.get("code") for e in board.entries(info["hash"]) if e.get("kind") == "baseline"}
     done = []
     # every built-in replays (the traces hold the target's top-k rows that `recycling` reads)
     for name in names or lookup.builtin_names():
-        if not rerun and have.get(name, "") == code_key(lookup.create(name)):
-            continue
-        entry = run_submission(board, Submission.builtin(name), sets, info, "baseline", limits, landlock,
-                               require_isolation)
-        say(one_line(entry))
-        done.append(entry)
+        entries = []
+        if rerun or have.get(name, "") != code_key(lookup.create(name)):
+            entries.append(run_submission(board, Submission.builtin(name), sets, info, "baseline", limits, landlock,
+                                          require_isolation))
+        entries += stream_entry(board, name, "baseline", have, rerun, sets, info)
+        for entry in entries:
+            say(one_line(entry))
+        done += entries
     return done
 
 
@@ -178,15 +181,24 @@ def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landl
                            if name in IN_PROCESS_PEERS else
                            run_submission(board, Submission.builtin(name), sets, info, "peer", limits, landlock,
                                           require_isolation))
-        stream = f"{name}:history=true"  # the same peer with its history across requests, as a stream
-        if "history" in inspect.signature(type(drafter)).parameters and (
-                rerun or have.get(stream, "") != code_key(lookup.create(name, history=True))):
-            entries.append(record_in_process(board, name, {"history": True}, sets, info, STREAM_SETTING,
-                                             stream=True))
+        entries += stream_entry(board, name, "peer", have, rerun, sets, info)
         for entry in entries:
             say(one_line(entry))
         done += entries
     return done
+
+
+def stream_entry(board: Board, name: str, kind: str, have: dict, rerun: bool, sets, info: dict) -> list[dict]:
+    """Drafter ``name`` with its history across requests (a ``history`` parameter), recorded as
+    ``<name>:history=true`` on the benchmark served as one stream of requests in its order (earlier
+    cases only), in-process: the sandbox builds a fresh drafter per case. Nothing for a drafter
+    without a history, or whose entry (in ``have``: name -> code key) is today's unless ``rerun``."""
+    stream = f"{name}:history=true"
+    if "history" not in inspect.signature(type(lookup.create(name))).parameters:
+        return []
+    if not rerun and have.get(stream, "") == code_key(lookup.create(name, history=True)):
+        return []
+    return [record_in_process(board, name, {"history": True}, sets, info, STREAM_SETTING, stream=True, kind=kind)]
 
 
 #: what a stream entry's isolation column says
@@ -195,10 +207,11 @@ STREAM_SETTING = ("stream: one drafter serves the cases in the benchmark's order
 
 
 def record_in_process(board: Board, name: str, params: dict, sets, info: dict, why: str,
-                      stream: bool = False) -> dict:
+                      stream: bool = False, kind: str = "peer") -> dict:
     """Replay a trusted drafter of ours in this process (the loop's own timing: propose, extend and
-    observe per step, reset added to the first step as the sandbox adds it) and record it as a peer;
-    ``stream``: one drafter for every case in the benchmark's order (its name then carries its params)."""
+    observe per step, reset added to the first step as the sandbox adds it) and record it as an entry
+    of ``kind``; ``stream``: one drafter for every case in the benchmark's order (its name then carries
+    its params)."""
     spec = name + "".join(f":{k}={str(v).lower()}" for k, v in params.items())
     submission = Submission.builtin(name, params)
     submission = dataclasses.replace(submission, name=spec)
@@ -206,7 +219,7 @@ def record_in_process(board: Board, name: str, params: dict, sets, info: dict, w
     shared = lookup.create(name, **params) if stream else None
     t0 = time.perf_counter()
     with _progress(sum(len(s.cases) for s in sets), spec) as bar:
-        for trace_set in sorted(sets, key=lambda s: s.task):
+        for trace_set in in_order(sets):
             for case in trace_set.cases:
                 out = replay_case(case, shared or lookup.create(name, **params), trace_set.profile)
                 reset_s = out.stats.drafter_s - sum(step.drafter_s for step in out.stats.steps)
@@ -216,7 +229,7 @@ def record_in_process(board: Board, name: str, params: dict, sets, info: dict, w
                 evaluation.cases.append((trace_set, case, out))
                 bar.update()
     evaluation.seconds = time.perf_counter() - t0
-    entry = make_entry(evaluation, "peer", info["hash"])
+    entry = make_entry(evaluation, kind, info["hash"])
     board.record(entry, info)
     return entry
 
