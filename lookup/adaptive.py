@@ -55,6 +55,10 @@ BUCKET_EDGES = np.array([2, 3, 4, 6, 10])
 #: prior P(first node accepted) per bucket; later nodes (given the earlier ones) are likelier
 PRIOR_FIRST = np.array([0.2, 0.35, 0.5, 0.6, 0.7, 0.8])
 PRIOR_LATER_BONUS = 0.2
+#: the same for drafts copied from earlier requests (``match_source() == "history"``): a match of a
+#: given length in another request's output is followed far less often than one in the context
+#: (first tokens accepted 16-51% against 25-96% on the shipped benchmark, docs/oracle-gap.md)
+PRIOR_FIRST_HISTORY = np.array([0.15, 0.25, 0.35, 0.4, 0.45, 0.5])
 #: prior P(a younger sibling is right | its elder siblings are wrong), per rank >= 1
 PRIOR_RANK = 0.3
 #: sibling ranks with statistics of their own; later ones share the last
@@ -70,6 +74,13 @@ DEFAULT_BASE = "suffix-automaton"
 #: fallback to the earliest occurrence, whose long continuations from far away were mostly wrong
 #: (docs/oracle-gap.md)
 DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None, "fallback": False}
+
+
+def _depth_prior(first: np.ndarray, max_tokens: int) -> np.ndarray:
+    """Prior P(node at depth d accepted | the ones before accepted) per bucket: ``first`` at depth 0,
+    likelier (``PRIOR_LATER_BONUS`` more, at most 0.9) after.  # [B, L]"""
+    later = np.minimum(first + PRIOR_LATER_BONUS, 0.9)
+    return np.column_stack([first, np.repeat(later[:, None], max_tokens - 1, axis=1)])
 
 
 @register("adaptive")
@@ -110,9 +121,8 @@ class AdaptiveDrafter(Drafter):
         self.profile = CostProfile.load(profile) if isinstance(profile, str) else (profile or CPU_SMOLLM2)
         self.max_tokens, self.prior_strength, self.decay = max_tokens, prior_strength, decay
         self.wants_top = self.base.wants_top  # the wrapped drafter's wish
-        later = np.minimum(PRIOR_FIRST + PRIOR_LATER_BONUS, 0.9)
-        prior = np.column_stack([PRIOR_FIRST, np.repeat(later[:, None], max_tokens - 1, axis=1)])  # [B, L]
-        prior = np.tile(prior, (len(SOURCES), 1))  # [S*B, L]: the buckets of each source in turn
+        # [S*B, L]: the match-length buckets of each source in turn (SOURCES order)
+        prior = np.concatenate([_depth_prior(first, max_tokens) for first in (PRIOR_FIRST, PRIOR_FIRST_HISTORY)])
         # P(node at depth d accepted | the ones before accepted), per source and match-length bucket: [S*B, L]
         self._depth = DecayedRate(prior, prior_strength, decay)
         # P(the rank-r child is right | its elder siblings are wrong), r >= 1 (index 0 unused): [R]
