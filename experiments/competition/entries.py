@@ -136,9 +136,11 @@ def ensure_oracle(board: Board, sets, info: dict) -> dict:
 def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, names: Sequence[str] | None = None,
                   landlock: bool = True, say=print, require_isolation: bool = False) -> list[dict]:
     """Every built-in drafter through the same sandbox, recorded as a baseline: those missing from
-    the board or scored by other code than today's (all of them with ``rerun``). A built-in with a
+    the board, disqualified there, or scored by other code than today's (all of them with ``rerun``). A built-in with a
     history across requests is also recorded with it, as :func:`stream_entry` says."""
-    have = {e["name"]: e.get("code") for e in board.entries(info["hash"]) if e.get("kind") == "baseline"}
+    # our own code: a disqualification (a stall of the machine past a time limit) is tried again
+    have = {e["name"]: e.get("code") for e in board.entries(info["hash"])
+            if e.get("kind") == "baseline" and e.get("status") == "ok"}
     done = []
     # every built-in replays (the traces hold the target's top-k rows that `recycling` reads)
     for name in names or lookup.builtin_names():
@@ -167,7 +169,8 @@ def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landl
     dependency is missing is left out with one line."""
     import lookup.peers
 
-    have = {e["name"]: e.get("code") for e in board.entries(info["hash"]) if e.get("kind") == "peer"}
+    have = {e["name"]: e.get("code") for e in board.entries(info["hash"])
+            if e.get("kind") == "peer" and e.get("status") == "ok"}  # as for the baselines
     done = []
     for name in lookup.peers.names():
         try:

@@ -307,6 +307,12 @@ def test_a_baseline_is_scored_again_only_when_its_code_changed(tmp_path, sets, m
     again = lb.run_baselines(board, sets, info, QUICK, names=["none"], say=lambda *_: None)
     assert [e["code"] for e in again] == ["edited"]
     assert [e["name"] for e in board.entries(info["hash"])] == ["none"]  # replaced, not added
+    # a built-in disqualified by a stall of the machine is tried again at the next build
+    with board.editing() as data:
+        data["entries"][0].update(status="disqualified", reason="slow: extend took 60 ms (limit 50 ms)")
+    retried = lb.run_baselines(board, sets, info, QUICK, names=["none"], say=lambda *_: None)
+    assert [e["status"] for e in retried] == ["ok"]
+    assert [e["status"] for e in board.entries(info["hash"])] == ["ok"]
 
 
 def test_peers_get_a_section_and_an_entry_shows_where_it_loses_time(tmp_path, sets, traces, capsys):
