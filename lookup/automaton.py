@@ -189,3 +189,4 @@ def _warm_up() -> None:
     sam.extend(np.array([5, 1], dtype=np.int64))  # the array path
     sam.match()
     K.transition(sam.table, sam.meta, 1, 2)
+    K.follow(sam.states, sam.table, sam.meta, 0, 0, np.array([3, 9, 1, 2], dtype=np.int64), 4)  # lookup.history
