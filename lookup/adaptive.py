@@ -277,8 +277,8 @@ class AdaptiveDrafter(Drafter):
         """The statistics row of the wrapped drafter's current match: its source, then its length."""
         m = self.base.match_length()
         bucket = int(np.searchsorted(BUCKET_EDGES, UNKNOWN_MATCH if m is None else m, side="right"))
-        source = getattr(self.base, "match_source", None)
-        row = SOURCES.index(source()) if source is not None and source() in SOURCES else 0
+        source = self.base.match_source() if hasattr(self.base, "match_source") else SOURCES[0]
+        row = SOURCES.index(source) if source in SOURCES else 0
         return bucket + row * (len(BUCKET_EDGES) + 1)
 
     def params(self) -> dict:

@@ -39,3 +39,27 @@ class TokenBuffer:
     def view(self):
         """The committed ids, without a copy: ``data[..., :length]``."""
         return self.data[..., : self.length]
+
+
+class TensorContext:
+    """Drafter mixin: the committed context as a ``[1, L]`` int64 torch tensor, as transformers'
+    lookup functions take it (``unfold``, ``peer:hf-prompt-lookup``). Call :meth:`_init_context`
+    in ``__init__``; ``reset`` and ``extend`` keep it, :attr:`input_ids` reads it without a copy."""
+
+    def _init_context(self, device=None) -> None:
+        import torch  # with the drafter, not with this module: ``import lookup`` stays light
+
+        self._buf = TokenBuffer(lambda c: torch.zeros(1, c, dtype=torch.long, device=device),
+                                convert=lambda t: torch.as_tensor(np.asarray(t, dtype=np.int64), device=device))
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        self._buf.clear()
+        self._buf.extend(prompt)
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        self._buf.extend(tokens)
+
+    @property
+    def input_ids(self):
+        """The committed context.  # [1, L] int64 torch tensor"""
+        return self._buf.view()

@@ -125,17 +125,23 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         if self.history is not None:
             self.history.follow(tokens)
 
+    def _history_match(self) -> tuple[int, int, int] | None:
+        """(length, start, stop) of :meth:`History.match` when the history holds a longer match than
+        the context (and one of at least ``min_match``): the draft then comes from there; else None."""
+        if self.history is None:
+            return None
+        found = self.history.match()
+        return found if found[0] > self.sam.match()[1] and found[0] >= self.min_match else None
+
     def match_length(self) -> int:
-        """The longest match the drafter copies from: in the context, or in the history when longer."""
-        length = int(self.sam.match()[1])
-        return max(length, self.history.match()[0]) if self.history is not None else length
+        """The length of the match the drafter copies from: in the history when it is longer there."""
+        found = self._history_match()
+        return found[0] if found is not None else int(self.sam.match()[1])
 
     def match_source(self) -> str:
         """Where the draft :meth:`propose` would copy now comes from: ``"context"`` or ``"history"``
         (a longer match in earlier requests). ``adaptive`` learns acceptance per source."""
-        if self.history is not None and self.history.match()[0] > max(self.sam.match()[1], self.min_match - 1):
-            return "history"
-        return "context"
+        return "context" if self._history_match() is None else "history"
 
     def draft_length(self, match_len: int) -> int:
         """Tokens to draft after a match of ``match_len`` tokens (before budget and context end)."""
@@ -146,12 +152,12 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
     def propose(self, budget: int) -> Draft:
         if budget <= 0:
             return EMPTY_DRAFT
+        found = self._history_match()
+        if found is not None:
+            length, start, stop = found
+            n = min(budget, self.draft_length(length), stop - start)
+            return Draft(self.history.tokens[start : start + n]) if n > 0 else EMPTY_DRAFT
         _, length, recent, earliest = self.sam.match()
-        if self.history is not None:
-            found, start, stop = self.history.match()
-            if found > length and found >= self.min_match:
-                n = min(budget, self.draft_length(found), stop - start)
-                return Draft(self.history.tokens[start : start + n]) if n > 0 else EMPTY_DRAFT
         if length < self.min_match:
             return EMPTY_DRAFT
         end = recent if self.occurrence is Occurrence.RECENT else earliest

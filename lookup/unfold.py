@@ -14,12 +14,10 @@ torch is imported when a drafter is built, not with this module: ``import lookup
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
-from lookup.buffer import TokenBuffer
+from lookup.buffer import TensorContext
 from lookup.registry import register
 
 if TYPE_CHECKING:
@@ -51,7 +49,7 @@ def find_candidate_pred_tokens(
 
 
 @register("unfold")
-class UnfoldDrafter(Drafter):
+class UnfoldDrafter(TensorContext, Drafter):
     """The original prompt lookup (n-gram 3 -> 1, 10 tokens), on torch tensors on ``device``."""
 
     def __init__(self, max_ngram_size: int = 3, num_pred_tokens: int = 10, device: str | torch.device = "cpu"):
@@ -63,21 +61,7 @@ class UnfoldDrafter(Drafter):
         self.max_ngram_size = max_ngram_size
         self.num_pred_tokens = num_pred_tokens
         self.device = torch.device(device)
-        device = self.device  # the context, [1, capacity], grown by doubling (not a torch.cat per step)
-        self._buf = TokenBuffer(lambda c: torch.zeros(1, c, dtype=torch.long, device=device),
-                                convert=lambda t: torch.as_tensor(np.asarray(t, dtype=np.int64), device=device))
-
-    def reset(self, prompt: Sequence[int]) -> None:
-        self._buf.clear()
-        self._buf.extend(prompt)
-
-    def extend(self, tokens: Sequence[int]) -> None:
-        self._buf.extend(tokens)
-
-    @property
-    def input_ids(self) -> torch.Tensor:
-        """The committed context.  # [1, L]"""
-        return self._buf.view()
+        self._init_context(self.device)  # grown by doubling (not a torch.cat per step)
 
     def propose(self, budget: int) -> Draft:
         if budget <= 0 or self._buf.length == 0:

@@ -133,14 +133,20 @@ def ensure_oracle(board: Board, sets, info: dict) -> dict:
     return entry
 
 
+def scored_codes(board: Board, info: dict, kind: str) -> dict[str, str | None]:
+    """Name -> code key of the entries of ``kind`` scored on this benchmark. Entries of our own code
+    (baselines, peers) that were disqualified are left out, so the next build tries them again: a
+    stall of the machine past a time limit is no verdict on trusted code."""
+    return {e["name"]: e.get("code") for e in board.entries(info["hash"])
+            if e.get("kind") == kind and e.get("status") == "ok"}
+
+
 def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, names: Sequence[str] | None = None,
                   landlock: bool = True, say=print, require_isolation: bool = False) -> list[dict]:
     """Every built-in drafter through the same sandbox, recorded as a baseline: those missing from
     the board, disqualified there, or scored by other code than today's (all of them with ``rerun``). A built-in with a
     history across requests is also recorded with it, as :func:`stream_entry` says."""
-    # our own code: a disqualification (a stall of the machine past a time limit) is tried again
-    have = {e["name"]: e.get("code") for e in board.entries(info["hash"])
-            if e.get("kind") == "baseline" and e.get("status") == "ok"}
+    have = scored_codes(board, info, "baseline")
     done = []
     # every built-in replays (the traces hold the target's top-k rows that `recycling` reads)
     for name in names or lookup.builtin_names():
@@ -169,8 +175,7 @@ def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landl
     dependency is missing is left out with one line."""
     import lookup.peers
 
-    have = {e["name"]: e.get("code") for e in board.entries(info["hash"])
-            if e.get("kind") == "peer" and e.get("status") == "ok"}  # as for the baselines
+    have = scored_codes(board, info, "peer")
     done = []
     for name in lookup.peers.names():
         try:

@@ -94,9 +94,8 @@ class Comparison:
         return self.rows[(case.id, self.methods[0].spec)].tokens
 
     def _measure(self, case: Case, method: Method) -> None:
-        shared = self.shared.get(method.spec)
-        run = (method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.profile, drafter=shared)
-               if shared is not None else method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.profile))
+        stream = {"drafter": self.shared[method.spec]} if method.spec in self.shared else {}
+        run = method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.profile, **stream)
         ref = self.rows.get((case.id, self.methods[0].spec))
         identical = mismatch = None
         if ref is not None and self.sampling.greedy:

@@ -17,17 +17,13 @@ forbids none). transformers and torch are imported when the first drafter is bui
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
-from lookup.buffer import TokenBuffer
+from lookup.buffer import TensorContext
 from lookup.errors import PLDError
 from lookup.registry import register
-
-if TYPE_CHECKING:
-    import torch
 
 INSTALL = "pip install 'transformers>=4.46' torch"
 NO_LENGTH_LIMIT = sys.maxsize  # max_length: never reached, the loop's budget cuts drafts
@@ -43,7 +39,7 @@ def candidate_generator_class() -> type:
 
 
 @register("peer:hf-prompt-lookup")
-class HfPromptLookup(Drafter):
+class HfPromptLookup(TensorContext, Drafter):
     """transformers' ``PromptLookupCandidateGenerator`` as a drafter (its own code, its defaults).
 
     Args:
@@ -65,21 +61,7 @@ class HfPromptLookup(Drafter):
         self.num_output_tokens = num_output_tokens
         self.max_matching_ngram_size = max_matching_ngram_size
         self.eos_token_id = eos_token_id
-        # the committed context, [1, capacity]
-        self._buf = TokenBuffer(lambda c: torch.zeros(1, c, dtype=torch.long),
-                                convert=lambda t: torch.as_tensor(np.asarray(t, dtype=np.int64)))
-
-    def reset(self, prompt: Sequence[int]) -> None:
-        self._buf.clear()
-        self._buf.extend(prompt)
-
-    def extend(self, tokens: Sequence[int]) -> None:
-        self._buf.extend(tokens)
-
-    @property
-    def input_ids(self) -> torch.Tensor:
-        """The committed context.  # [1, L]"""
-        return self._buf.view()
+        self._init_context()  # the committed context, [1, capacity]
 
     def propose(self, budget: int) -> Draft:
         if budget <= 0 or self._buf.length == 0:
