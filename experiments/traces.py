@@ -30,10 +30,10 @@ from experiments.benchmarks import tasks  # noqa: E402
 from experiments.benchmarks.traces import (BENCHMARK_FILE, load_trace_sets, recording_folder,  # noqa: E402
                                           shipped_folder, write_benchmark)
 from experiments.cli import guarded, quiet_libraries  # noqa: E402
-from experiments.reporting.plots import write_loss_plot  # noqa: E402
+from experiments.reporting.plots import write_loss_plot, write_signal_plot  # noqa: E402
 from experiments.reporting.tables import describe_profile, format_profile, loss_table, render, report  # noqa: E402
-from experiments.running.explain import explain  # noqa: E402
-from experiments.running.hindsight import MODES as HINDSIGHT_MODES  # noqa: E402
+from experiments.running.explain import ALL, explain  # noqa: E402
+from experiments.running.hindsight import parse_mode as parse_hindsight_mode  # noqa: E402
 from experiments.running.record import record  # noqa: E402
 from experiments.running.replay import ReplayComparison, default_specs  # noqa: E402
 from experiments.running.verify import check_traces  # noqa: E402
@@ -78,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="one stream of requests: drafters that keep a history across requests learn from earlier cases")
     exp.add_argument("--hindsight", default="",
                      help="also each drafter with hindsight of the answer, per mode: gate (no draft whose first token "
-                          "is wrong), trim (only the accepted part), cut (the best prefix of it): ceilings, not drafters")
+                          "is wrong), trim (only the accepted part), cut (the best prefix of it): ceilings, not drafters; "
+                          "signal:AUC (adaptive drafters): a noisy reading of each node's acceptance, of that AUC alone, "
+                          "added to the drafter's own estimates")
     ver = sub.add_parser("verify", help="re-decode recorded cases on the model here and compare them token by token")
     ver.add_argument("--cases", type=int, default=10, help="cases to re-decode, one per task in turn (default 10)")
     ver.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
@@ -115,9 +117,8 @@ def cmd_explain(args) -> int:
     if not specs:
         raise PLDError("--drafters is empty")
     modes = parse_list(args.hindsight)
-    unknown = [m for m in modes if m not in HINDSIGHT_MODES]
-    if unknown:
-        raise PLDError(f"--hindsight: unknown mode {unknown[0]!r} (choose from {', '.join(HINDSIGHT_MODES)})")
+    for mode in modes:
+        parse_hindsight_mode(mode)  # a typo fails before any replay
     runs = [(spec, None) for spec in specs] + [(spec, mode) for spec in specs for mode in modes]
     losses = {}
     total = len(runs) * sum(len(s.cases) for s in sets)
@@ -133,7 +134,23 @@ def cmd_explain(args) -> int:
           "beyond: past any run of the context; drafter: its own time")
     if args.plot:
         print(f"plot: {write_loss_plot(losses, args.plot)}")
+        curves = signal_curves(runs, losses)
+        if any(len(points) > 1 for points in curves.values()):
+            plot = Path(args.plot)
+            print(f"plot: {write_signal_plot(curves, plot.with_name(plot.stem + '_signal' + plot.suffix))}")
     return 0
+
+
+def signal_curves(runs: list[tuple[str, str | None]], losses: dict) -> dict[str, list[tuple[float, float]]]:
+    """Per drafter, (first-token AUC, share of the oracle's gain) of its ``signal:AUC`` runs."""
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for spec, mode in runs:
+        if mode is None or parse_hindsight_mode(mode)[0] != "signal":
+            continue
+        overall = losses[f"{spec} [hindsight: {mode}]"][ALL]
+        if overall.first_token_auc is not None and overall.share_of_oracle_gain is not None:
+            curves.setdefault(spec, []).append((overall.first_token_auc, overall.share_of_oracle_gain))
+    return curves
 
 
 def cmd_profile(args) -> int:

@@ -169,14 +169,24 @@ class AdaptiveDrafter(Drafter):
         return self._cost_table
 
     def propose(self, budget: int) -> Draft:
-        full = self.base.propose(min(budget, self.max_tokens))
+        full, bucket = self.candidate(budget)
         if len(full) == 0:
-            self._last = None
-            return EMPTY_DRAFT
-        bucket = self._bucket()
+            return self.send(full, bucket, 0)
         k = self.best_length(bucket, len(full)) if full.is_chain else self.best_size(bucket, full.parents)
+        return self.send(full, bucket, k)
+
+    def candidate(self, budget: int) -> tuple[Draft, int]:
+        """The wrapped drafter's longest draft now (within ``budget`` and ``max_tokens``), and the
+        statistics row it is judged by (its source and match-length bucket). A query."""
+        full = self.base.propose(min(budget, self.max_tokens))
+        return full, (self._bucket() if len(full) else 0)
+
+    def send(self, full: Draft, bucket: int, k: int) -> Draft:
+        """The first ``k`` nodes of ``full`` (a :meth:`candidate`), remembered for :meth:`observe`,
+        which learns from them: :meth:`propose` with the policy's ``k``. Analyses that choose ``k``
+        another way (``experiments/running/hindsight.py``) call it too."""
         # remembered for observe(); it changes no future proposal by itself
-        self._last = (full, bucket, k)  # the last propose's, whichever call that was
+        self._last = (full, bucket, k) if len(full) else None  # the last propose's, whichever call that was
         if not k:
             return EMPTY_DRAFT
         probs = None if full.probs is None else full.probs[:k]
@@ -212,7 +222,12 @@ class AdaptiveDrafter(Drafter):
 
     def best_length(self, bucket: int, available: int) -> int:
         """The draft length (0..available) with the most expected tokens per second."""
-        return best_cut(chain_path_probs(self.acceptance(bucket)[:available]), self._cost)
+        return self.chain_cut(self.acceptance(bucket)[:available])
+
+    def chain_cut(self, acceptance: np.ndarray) -> int:
+        """The chain length (0..n) with the most expected tokens per second, given
+        ``acceptance[i]`` = P(node i accepted | nodes before it accepted) ([n]) and the cost profile."""
+        return best_cut(chain_path_probs(acceptance), self._cost)
 
     def rank_acceptance(self) -> np.ndarray:
         """Estimated P(the rank-r child is right | its elder siblings are wrong), r >= 1 (index 0 unused).  # [R]"""

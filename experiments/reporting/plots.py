@@ -283,3 +283,29 @@ def write_loss_plot(losses: dict[str, dict[str, Loss]], path: str | Path) -> Pat
     finally:
         plt.close(fig)
     return path
+
+
+def write_signal_plot(curves: dict[str, list[tuple[float, float]]], path: str | Path) -> Path | None:
+    """Share of the oracle's gain against how well the drafter predicted its first draft tokens
+    (rank AUC), one line per drafter: the ``signal:AUC`` hindsight runs of ``traces.py explain``.
+    ``curves``: drafter -> [(first-token AUC, share of the oracle's gain)]. None when empty."""
+    curves = {name: sorted(points) for name, points in curves.items() if points}
+    if not curves:
+        return None
+    fig, ax = plt.subplots(figsize=(7.0, 4.8))
+    for name, points in curves.items():
+        xs, ys = zip(*points)
+        ax.plot(xs, 100 * np.asarray(ys), marker="o", label=name)
+    ax.set_xlabel("first draft token: AUC of the drafter's prediction of acceptance")
+    ax.set_ylabel("share of the oracle's gain (%)")
+    ax.set_title("what better prediction of acceptance would give (hindsight signal)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fig.tight_layout()
+        fig.savefig(path, dpi=DPI)
+    finally:
+        plt.close(fig)
+    return path

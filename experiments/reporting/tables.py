@@ -108,13 +108,16 @@ def describe_profile(profile: CostProfile) -> str:
 def loss_table(losses: dict[str, Loss]) -> str:
     """One drafter's gap to the oracle per group: speedups, the share of the oracle's gain, and
     each part of the gap as a share of it (they add up to 100%)."""
+    with_auc = any(loss.first_token_auc is not None for loss in losses.values())
     rows = []
     for group, loss in losses.items():
         share = loss.share_of_oracle_gain
+        auc = [] if not with_auc else ["" if loss.first_token_auc is None else f"{loss.first_token_auc:.3f}"]
         rows.append([group, loss.cases, f"{loss.speedup:.3f}x", f"{loss.oracle_speedup:.3f}x",
-                     "" if share is None else _percent(share),
+                     "" if share is None else _percent(share), *auc,
                      *(_percent(loss.parts[p] / loss.gap) if loss.gap else "" for p in PARTS)])
-    return render(["group", "cases", "speedup", "oracle", "of gain", *PARTS], rows)
+    auc_header = ["first-token AUC"] if with_auc else []
+    return render(["group", "cases", "speedup", "oracle", "of gain", *auc_header, *PARTS], rows)
 
 
 def _percent(x: float) -> str:

@@ -36,7 +36,7 @@ from decoding.generate import GenerationResult
 from experiments.benchmarks.prompts import ALL, group_of
 from experiments.benchmarks.traces import TraceCase, TraceSet, in_order
 from experiments.running.methods import parse_method
-from experiments.running.hindsight import Hindsight
+from experiments.running.hindsight import rank_auc, with_hindsight
 from experiments.running.oracle import ORACLE_CAP, OraclePlan, cost_aware_plan, sequence_of
 from experiments.running.replay import replay_case
 from lookup.cost import CostProfile
@@ -53,6 +53,9 @@ class Loss:
     run: float = 0.0  # the drafter: forwards + its own time
     parts: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PARTS, 0.0))
     cases: int = 0
+    #: how well the drafter predicted its first draft tokens' acceptance (rank AUC), where measured
+    #: (the ``signal`` hindsight mode); None elsewhere
+    first_token_auc: float | None = None
 
     @property
     def gap(self) -> float:
@@ -130,12 +133,14 @@ def explain(sets: Sequence[TraceSet], spec: str, profile: CostProfile | None = N
     (:func:`pool_losses`), under ``profile`` (default: each trace set's own).
 
     ``stream``: one drafter serves every case in the benchmark's order, as ``--stream`` replays do
-    (a drafter with a history learns from earlier cases). ``hindsight``: wrap the drafter in
-    :class:`experiments.running.hindsight.Hindsight` with that mode (a ceiling, not a drafter).
+    (a drafter with a history learns from earlier cases). ``hindsight``: wrap the drafter for that
+    mode (:func:`experiments.running.hindsight.with_hindsight`; a ceiling, not a drafter). A mode
+    that records the drafter's first-token predictions (``signal:AUC``) sets ``first_token_auc``.
     """
     method = parse_method(spec)
     ordered = in_order(sets) if stream else list(sets)
     shared = method.make(profile or ordered[0].profile) if stream and ordered else None
+    evidence: dict[str, list[tuple[float, bool]]] = defaultdict(list)  # group -> (prediction, outcome)
 
     def runs():
         for trace_set in ordered:
@@ -143,9 +148,15 @@ def explain(sets: Sequence[TraceSet], spec: str, profile: CostProfile | None = N
             for case in trace_set.cases:
                 drafter = shared or method.make(priced)
                 if hindsight is not None:
-                    drafter = Hindsight(drafter, sequence_of(case), hindsight, priced)
+                    drafter = with_hindsight(drafter, sequence_of(case), hindsight, priced)
                 yield case, replay_case(case, drafter, priced), priced
+                for group in (group_of(case.category, case.case, case.turn), ALL):
+                    evidence[group].extend(getattr(drafter, "evidence", ()))
                 if progress is not None:
                     progress()
 
-    return pool_losses(runs(), cap)
+    losses = pool_losses(runs(), cap)
+    for group, pairs in evidence.items():
+        if pairs:
+            losses[group].first_token_auc = rank_auc(*zip(*pairs))
+    return losses

@@ -171,3 +171,12 @@ def test_context_bins_cover_every_step():
         edges = plots.context_bins(ctx)
         assert edges[0] <= max(ctx.min(), 1) and edges[-1] > ctx.max()
         assert 2 <= len(edges) <= 13 and np.all(np.diff(edges) > 0)
+
+
+def test_the_signal_plot_draws_a_curve_per_drafter_and_skips_nothing_to_draw(tmp_path):
+    curves = {"adaptive": [(0.9, 0.55), (0.75, 0.48), (1.0, 0.74)], "other": [(0.7, 0.3), (0.8, 0.35)]}
+    path = plots.write_signal_plot(curves, tmp_path / "signal.png")
+    w, h = png_size(path)
+    assert 500 <= w <= 3000 and 300 <= h <= 2000 and path.stat().st_size > 10_000
+    assert plots.write_signal_plot({}, tmp_path / "none.png") is None
+    assert plots.write_signal_plot({"adaptive": []}, tmp_path / "none.png") is None

@@ -189,3 +189,17 @@ def test_format_profile_by_context_with_prefill():
     assert lines[2].split() == ["4", "15.0", "ms", "(1.50x)", "40.0", "ms", "(2.00x)"]
     assert lines[3].split() == ["prefill", "50.0", "ms", "300.0", "ms"]
     assert len({len(line) for line in lines}) == 1
+
+
+def test_the_loss_table_shows_a_first_token_auc_column_only_where_one_was_measured():
+    from experiments.reporting.tables import loss_table
+    from experiments.running.explain import Loss
+
+    loss = Loss(plain=10.0, oracle=4.0, run=6.0, cases=2)
+    loss.parts["wrong"] = 2.0
+    assert "first-token AUC" not in loss_table({"(all)": loss})
+    measured = Loss(plain=10.0, oracle=4.0, run=6.0, cases=2, first_token_auc=0.8125)
+    measured.parts["wrong"] = 2.0
+    table = loss_table({"g": loss, "(all)": measured})
+    assert "first-token AUC" in table and "0.812" in table
+    assert re.search(r"\(all\)\s+2\s+1\.667x\s+2\.500x\s+44%\s+0\.812", table)

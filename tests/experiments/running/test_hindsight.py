@@ -12,12 +12,14 @@ from hypothesis import strategies as st
 import lookup
 from experiments.benchmarks.traces import TraceCase, TraceSet
 from experiments.running.explain import explain
-from experiments.running.hindsight import Hindsight, accepted_path
+from experiments.running.hindsight import (Hindsight, Signal, accepted_path, parse_mode, rank_auc, signal_sigma,
+                                           with_hindsight)
 from experiments.running.methods import parse_method
 from experiments.running.oracle import sequence_of
 from experiments.running.replay import replay_case
 from lookup.base import Draft
 from lookup.cost import CPU_SMOLLM2
+from lookup.errors import PLDError
 
 DRAFTERS = ["adaptive", "suffix-automaton", "voting:tree=true", "unfold"]
 
@@ -107,5 +109,91 @@ def test_explain_takes_a_stream_and_hindsight():
     assert forwards(stream) < forwards(alone)  # the second request copies the first one's answer
     ceiling = explain(sets, "suffix-automaton:history=true", stream=True, hindsight="trim")["(all)"]
     assert forwards(ceiling) <= forwards(stream)
-    with pytest.raises(ValueError, match="hindsight mode"):
+    with pytest.raises(PLDError, match="hindsight mode"):
         explain(sets, "unfold", hindsight="perfect")
+
+
+def test_hindsight_modes_parse_and_refuse_what_they_do_not_know():
+    assert parse_mode("trim") == ("trim", None)
+    assert parse_mode("signal:0.9") == ("signal", 0.9)
+    assert parse_mode("signal:1") == ("signal", 1.0)
+    for bad in ("perfect", "trim:2", "signal", "signal:0.4", "signal:1.5", "signal:high"):
+        with pytest.raises(PLDError, match="hindsight mode"):
+            parse_mode(bad)
+    with pytest.raises(PLDError, match="needs an adaptive drafter"):
+        with_hindsight(make("unfold"), [1, 2, 3], "signal:0.9", CPU_SMOLLM2)
+
+
+@given(scores=st.lists(st.integers(0, 4), min_size=1, max_size=30), data=st.data())
+def test_rank_auc_is_the_share_of_positive_negative_pairs_in_order(scores, data):
+    labels = data.draw(st.lists(st.booleans(), min_size=len(scores), max_size=len(scores)))
+    pos = [s for s, y in zip(scores, labels) if y]
+    neg = [s for s, y in zip(scores, labels) if not y]
+    got = rank_auc([float(s) for s in scores], labels)
+    if not pos or not neg:
+        assert got is None
+        return
+    brute = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
+    assert got == pytest.approx(brute)
+
+
+@pytest.mark.parametrize("auc", [0.55, 0.7, 0.9, 0.99])
+def test_the_signal_noise_gives_the_asked_auc(auc):
+    """A reading y + sigma * noise ranks y=1 above y=0 with the AUC asked for (large sample)."""
+    sigma = signal_sigma(auc)
+    rng = np.random.default_rng(0)
+    y = rng.random(40_000) < 0.4
+    assert rank_auc(y + sigma * rng.standard_normal(len(y)), y) == pytest.approx(auc, abs=0.01)
+    assert signal_sigma(1.0) == 0.0 and signal_sigma(0.5) == float("inf")
+
+
+@settings(max_examples=25, deadline=None)
+@given(seq=st.lists(st.integers(0, 4), min_size=8, max_size=100), history=st.booleans())
+def test_a_signal_of_no_use_changes_nothing_and_a_perfect_one_wastes_nothing(seq, history):
+    """signal:0.5 is the drafter itself; signal:1 knows each node, so no draft token is rejected,
+    and its first-token predictions rank perfectly."""
+    spec = "adaptive:history=true" if history else "adaptive"
+    case = case_of(seq, len(seq) // 3)
+    own = replay_case(case, make(spec), CPU_SMOLLM2).stats.steps
+    useless = Signal(make(spec), sequence_of(case), 0.5)
+    steps = replay_case(case, useless, CPU_SMOLLM2).stats.steps
+    assert [(s.context, s.drafted, s.committed) for s in steps] == [(s.context, s.drafted, s.committed) for s in own]
+    perfect = Signal(make(spec), sequence_of(case), 1.0)
+    steps = replay_case(case, perfect, CPU_SMOLLM2).stats.steps
+    assert all(s.accepted == s.drafted for s in steps)
+    predictions, outcomes = zip(*perfect.evidence) if perfect.evidence else ((), ())
+    assert all((p > 0.5) == y for p, y in zip(predictions, outcomes))
+
+
+def test_explain_reports_the_first_token_auc_of_a_signal_run():
+    rng = np.random.default_rng(3)
+    cases = []
+    for i in range(3):
+        seq = rng.integers(0, 6, 90).tolist()
+        cases.append(case_of(seq, 30))
+    sets = [TraceSet(Path("t.jsonl.gz"), "t", cases, CPU_SMOLLM2)]
+    plain = explain(sets, "adaptive")["(all)"]
+    assert plain.first_token_auc is None
+    runs = [explain(sets, "adaptive", hindsight=f"signal:{a}")["(all)"] for a in (0.5, 1.0)]
+    assert runs[1].first_token_auc == 1.0
+    assert runs[0].run - runs[0].parts["drafter"] == pytest.approx(plain.run - plain.parts["drafter"])
+    assert runs[1].run - runs[1].parts["drafter"] <= runs[0].run - runs[0].parts["drafter"]
+
+
+def test_the_explain_command_sweeps_signals_into_a_table_and_a_curve(tmp_path, capsys):
+    from experiments import traces
+    from experiments.benchmarks.traces import append_case
+
+    rng = np.random.default_rng(5)
+    for i in range(3):
+        seq = rng.integers(0, 6, 80).tolist()
+        append_case(tmp_path / "toy-n3.jsonl.gz", TraceCase(f"toy/{i}", "toy", 1, seq[:30], seq[30:], [], "toy", 16,
+                                                            [], 50))
+    plot = tmp_path / "gap.png"
+    args = ["explain", "--traces", str(tmp_path), "--plot", str(plot)]
+    assert traces.main([*args, "--hindsight", "signal:0.5,signal:1"]) == 0
+    out = capsys.readouterr().out
+    assert "adaptive [hindsight: signal:1]" in out and "first-token AUC" in out
+    assert plot.exists() and (tmp_path / "gap_signal.png").exists()
+    assert traces.main([*args, "--hindsight", "signal:0.3"]) == 2  # a user mistake: one line, no traceback
+    assert "signal:AUC" in capsys.readouterr().err
