@@ -39,14 +39,7 @@ def write_plots(rows: Sequence[CaseResult], out_dir: str | Path) -> list[Path]:
         fig = draw(rows)
         if fig is None:
             continue
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / f"{name}.png"
-        try:
-            fig.tight_layout()
-            fig.savefig(path, dpi=DPI)
-        finally:
-            plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, out_dir / f"{name}.png"))
     return written
 
 
@@ -275,14 +268,7 @@ def write_loss_plot(losses: dict[str, dict[str, Loss]], path: str | Path) -> Pat
     ax.axhline(0, color="black", linewidth=0.8)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8, ncol=len(PARTS))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fig.tight_layout()
-        fig.savefig(path, dpi=DPI)
-    finally:
-        plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def write_signal_plot(curves: dict[str, list[tuple[float, float]]], path: str | Path) -> Path | None:
@@ -301,6 +287,11 @@ def write_signal_plot(curves: dict[str, list[tuple[float, float]]], path: str | 
     ax.set_title("what better prediction of acceptance would give (hindsight signal)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def save_figure(fig, path: str | Path) -> Path:
+    """Write ``fig`` as a PNG at ``path`` (creating its folder) and close it, even on failure."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:

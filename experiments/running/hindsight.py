@@ -68,19 +68,16 @@ def accepted_path(draft: Draft, future: Sequence[int]) -> list[int]:
     return path
 
 
-class Hindsight(Drafter):
-    """``inner``'s drafts, sent as mode ``mode`` says (see the module docstring), on trace ``sequence``
-    (prompt then output, [P + T] ids) under ``profile``."""
+class _Wrapper(Drafter):
+    """Hands the sequence to ``inner`` and keeps the context length, for drafters that read the
+    trace's future (``sequence``: prompt then output, [P + T] ids) at the current position."""
 
-    def __init__(self, inner: Drafter, sequence: Sequence[int], mode: str, profile: CostProfile) -> None:
+    def __init__(self, inner: Drafter, sequence: Sequence[int]) -> None:
         super().__init__()
-        if mode not in MODES:
-            raise ValueError(f"hindsight mode must be one of {', '.join(MODES)}, got {mode!r}")
-        self.inner, self.mode, self.profile = inner, mode, profile
+        self.inner = inner
         self.sequence = np.asarray(sequence, dtype=np.int64)
         self.wants_top = inner.wants_top
         self._context = 0
-        self._own: Draft = EMPTY_DRAFT
 
     def reset(self, prompt: Sequence[int]) -> None:
         self.inner.reset(prompt)
@@ -92,6 +89,21 @@ class Hindsight(Drafter):
 
     def observe_top(self, tokens: np.ndarray, top: np.ndarray, probs: np.ndarray) -> None:
         self.inner.observe_top(tokens, top, probs)
+
+    def match_length(self) -> int | None:
+        return self.inner.match_length()
+
+
+class Hindsight(_Wrapper):
+    """``inner``'s drafts, sent as mode ``mode`` says (see the module docstring), on trace ``sequence``
+    (prompt then output, [P + T] ids) under ``profile``."""
+
+    def __init__(self, inner: Drafter, sequence: Sequence[int], mode: str, profile: CostProfile) -> None:
+        super().__init__(inner, sequence)
+        if mode not in MODES:
+            raise ValueError(f"hindsight mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.mode, self.profile = mode, profile
+        self._own: Draft = EMPTY_DRAFT
 
     def propose(self, budget: int) -> Draft:
         self._own = draft = self.inner.propose(budget)
@@ -107,9 +119,6 @@ class Hindsight(Drafter):
 
     def observe(self, draft: Draft, accepted: int) -> None:
         self.inner.observe(draft if self.mode == "cut" else self._own, accepted)
-
-    def match_length(self) -> int | None:
-        return self.inner.match_length()
 
 
 def parse_mode(mode: str) -> tuple[str, float | None]:
@@ -164,7 +173,7 @@ def rank_auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
     return float((ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives))
 
 
-class Signal(Drafter):
+class Signal(_Wrapper):
     """``inner`` (an ``adaptive`` drafter) with a noisy reading of each node's acceptance, of AUC
     ``auc`` alone, on trace ``sequence`` (prompt then output, [P + T] ids); see the module docstring.
 
@@ -173,26 +182,12 @@ class Signal(Drafter):
     """
 
     def __init__(self, inner: AdaptiveDrafter, sequence: Sequence[int], auc: float) -> None:
-        super().__init__()
-        self.inner, self.auc = inner, auc
+        super().__init__(inner, sequence)
+        self.auc = auc
         self.sigma = signal_sigma(auc)
-        self.sequence = np.asarray(sequence, dtype=np.int64)
         self.rng = np.random.default_rng(zlib.crc32(self.sequence.tobytes()))
-        self.wants_top = inner.wants_top
-        self._context = 0
         #: (posterior P(first node accepted), whether it was) for every chain candidate proposed
         self.evidence: list[tuple[float, bool]] = []
-
-    def reset(self, prompt: Sequence[int]) -> None:
-        self.inner.reset(prompt)
-        self._context = len(prompt)
-
-    def extend(self, tokens: Sequence[int]) -> None:
-        self.inner.extend(tokens)
-        self._context += len(tokens)
-
-    def observe_top(self, tokens: np.ndarray, top: np.ndarray, probs: np.ndarray) -> None:
-        self.inner.observe_top(tokens, top, probs)
 
     def propose(self, budget: int) -> Draft:
         inner = self.inner
@@ -216,6 +211,3 @@ class Signal(Drafter):
 
     def observe(self, draft: Draft, accepted: int) -> None:
         self.inner.observe(draft, accepted)
-
-    def match_length(self) -> int | None:
-        return self.inner.match_length()
