@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
 
 from tqdm import tqdm  # noqa: E402
@@ -33,10 +35,14 @@ from experiments.cli import guarded, quiet_libraries  # noqa: E402
 from experiments.reporting.plots import write_loss_plot, write_signal_plot  # noqa: E402
 from experiments.reporting.tables import describe_profile, format_profile, loss_table, render, report  # noqa: E402
 from experiments.running.explain import ALL, explain  # noqa: E402
+from experiments.running.first_token_fit import collect as collect_first_token  # noqa: E402
+from experiments.running.first_token_fit import fit as fit_first_token  # noqa: E402
+from experiments.running.first_token_fit import held_out as held_out_first_token  # noqa: E402
 from experiments.running.hindsight import parse_mode as parse_hindsight_mode  # noqa: E402
 from experiments.running.record import record  # noqa: E402
 from experiments.running.replay import ReplayComparison, default_specs  # noqa: E402
 from experiments.running.verify import check_traces  # noqa: E402
+from lookup import first_token  # noqa: E402
 from lookup.cost import CPU_SMOLLM2, CostProfile  # noqa: E402
 from lookup.errors import PLDError  # noqa: E402
 from lookup.specs import parse_list  # noqa: E402
@@ -81,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "is wrong), trim (only the accepted part), cut (the best prefix of it): ceilings, not drafters; "
                           "signal:AUC (adaptive drafters): a noisy reading of each node's acceptance, of that AUC alone, "
                           "added to the drafter's own estimates")
+    fit = sub.add_parser("fit-first-token",
+                         help="fit lookup/first_token.py's model of first-token acceptance on traces, held-out check included")
+    fit.add_argument("--traces", default=None, help="trace folder (default: the shipped benchmark)")
     ver = sub.add_parser("verify", help="re-decode recorded cases on the model here and compare them token by token")
     ver.add_argument("--cases", type=int, default=10, help="cases to re-decode, one per task in turn (default 10)")
     ver.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
@@ -151,6 +160,25 @@ def signal_curves(runs: list[tuple[str, str | None]], losses: dict) -> dict[str,
         if overall.first_token_auc is not None and overall.share_of_oracle_gain is not None:
             curves.setdefault(spec, []).append((overall.first_token_auc, overall.share_of_oracle_gain))
     return curves
+
+
+def cmd_fit_first_token(args) -> int:
+    sets = load_trace_sets(args.traces)
+    with tqdm(total=sum(len(s.cases) for s in sets), desc="replay", unit="case") as bar:
+        data = collect_first_token(sets, progress=bar.update)
+    if len(data.y) < 2 or data.y.min() == data.y.max():
+        raise PLDError(f"too few drafts to fit ({len(data.y)} rows, all alike): record more traces")
+    print(f"{len(data.y)} drafts from the context, first token accepted in {100 * data.y.mean():.1f}%")
+    print("\nfirst-token AUC on the half of the cases the model was not fitted on:")
+    checks = held_out_first_token(data)
+    print(render(list(checks[0]), [[f"{v:.3f}" if isinstance(v, float) else v for v in row.values()] for row in checks]))
+    coefficients, intercept = fit_first_token(data)
+    print("\nfitted on every case (" + ", ".join(first_token.FEATURES) + "):")
+    print(f"COEFFICIENTS = np.array([{', '.join(f'{c:.3f}' for c in coefficients)}])\nINTERCEPT = {intercept:.3f}")
+    shipped = np.allclose(coefficients, first_token.COEFFICIENTS, atol=5e-4) and abs(intercept - first_token.INTERCEPT) < 5e-4
+    print("these are the numbers lookup/first_token.py ships" if shipped
+          else "lookup/first_token.py ships other numbers: paste these there to use this fit")
+    return 0
 
 
 def cmd_profile(args) -> int:
@@ -236,6 +264,7 @@ def cmd_verify(args) -> int:
 
 
 COMMANDS = {"record": cmd_record, "list": cmd_list, "profile": cmd_profile, "replay": cmd_replay, "explain": cmd_explain,
+            "fit-first-token": cmd_fit_first_token,
             "verify": cmd_verify}
 
 

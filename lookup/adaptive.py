@@ -20,6 +20,11 @@ same length in another request is not as good a guide as one in the current cont
 When it drafts less than it could, the token the target commits still tells whether the
 next draft node would have been right, so it keeps learning even while drafting nothing.
 
+The first node. A wrapped drafter that reports how its match's earlier occurrences agree (an
+``agreement(token)`` method, as ``suffix-automaton`` has) gets a better estimate for the first
+node of a chain: :mod:`lookup.first_token` combines the estimate above with the match length, the
+number of occurrences and the share of them that agree (``first_token_model=True``, the default).
+
 Trees. When the wrapped drafter returns a token tree, the drafter sends the first ``m`` nodes
 of it (the wrapped drafter's priority order; any prefix keeps parents before children), the
 ``m`` that maximises ``(1 + sum_{i<m} P(node i on the accepted path)) / cost(m + 1)``. The model
@@ -45,6 +50,7 @@ from typing import Sequence
 import numpy as np
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup import first_token
 from lookup.cost import CPU_SMOLLM2, CostProfile
 from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs
 from lookup.params import require_bool
@@ -73,7 +79,7 @@ DEFAULT_BASE = "suffix-automaton"
 #: the policy picks the length, so the default base drafts as far as its match goes; without the
 #: fallback to the earliest occurrence, whose long continuations from far away were mostly wrong
 #: (docs/oracle-gap.md)
-DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None, "fallback": False}
+DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None, "fallback": False, "occurrences": 8}
 
 
 def _depth_prior(first: np.ndarray, max_tokens: int) -> np.ndarray:
@@ -105,6 +111,7 @@ class AdaptiveDrafter(Drafter):
         decay: float = 0.98,
         base_params: dict | None = None,
         history: bool = False,
+        first_token_model: bool = True,
     ) -> None:
         super().__init__()
         if not isinstance(base, (str, Drafter)):
@@ -130,6 +137,7 @@ class AdaptiveDrafter(Drafter):
         self._context = 0  # committed tokens (prompt + output)
         self._cost_context = -1  # the context self._cost was looked up at
         self.history = bool(history)
+        self.first_token_model = require_bool("first_token_model", first_token_model)
         self._init_counts(forget=True)
 
     def _init_counts(self, forget: bool) -> None:
@@ -172,7 +180,10 @@ class AdaptiveDrafter(Drafter):
         full, bucket = self.candidate(budget)
         if len(full) == 0:
             return self.send(full, bucket, 0)
-        k = self.best_length(bucket, len(full)) if full.is_chain else self.best_size(bucket, full.parents)
+        if full.is_chain:
+            k = self.best_length(bucket, len(full), int(full.tokens[0]))
+        else:
+            k = self.best_size(bucket, full.parents)
         return self.send(full, bucket, k)
 
     def candidate(self, budget: int) -> tuple[Draft, int]:
@@ -220,9 +231,30 @@ class AdaptiveDrafter(Drafter):
         """Estimated P(node i accepted | nodes before accepted) at this bucket.  # [L]"""
         return self._depth.estimate(bucket)
 
-    def best_length(self, bucket: int, available: int) -> int:
-        """The draft length (0..available) with the most expected tokens per second."""
-        return self.chain_cut(self.acceptance(bucket)[:available])
+    def best_length(self, bucket: int, available: int, first: int | None = None) -> int:
+        """The draft length (0..available) with the most expected tokens per second; ``first``: the
+        chain's first token, for the first-token model (:meth:`chain_acceptance`)."""
+        return self.chain_cut(self.chain_acceptance(bucket, available, first))
+
+    def chain_acceptance(self, bucket: int, available: int, first: int | None = None) -> np.ndarray:
+        """P(node i accepted | nodes before it accepted) for a chain of ``available`` nodes starting
+        with token ``first``: :meth:`acceptance`, with the first node's from
+        :mod:`lookup.first_token` where the model is on and the wrapped drafter reports how its
+        match's occurrences agree.  # [available]"""
+        estimate = self.acceptance(bucket)[:available]
+        evidence = self._agreement(first)
+        if evidence is None or not len(estimate):
+            return estimate
+        estimate = estimate.copy()
+        occurrences, share = evidence
+        x = first_token.features(self.base.match_length() or 0, estimate[0], occurrences, share)
+        estimate[0] = first_token.probability(x)
+        return estimate
+
+    def _agreement(self, first: int | None) -> tuple[int, float] | None:
+        if not self.first_token_model or first is None or not hasattr(self.base, "agreement"):
+            return None
+        return self.base.agreement(first)
 
     def chain_cut(self, acceptance: np.ndarray) -> int:
         """The chain length (0..n) with the most expected tokens per second, given
@@ -299,4 +331,4 @@ class AdaptiveDrafter(Drafter):
     def params(self) -> dict:
         return {"base": self.base.name, "base_params": self.base.params(), "profile": self.profile.model,
                 "max_tokens": self.max_tokens, "prior_strength": self.prior_strength, "decay": self.decay,
-                "history": self.history}
+                "history": self.history, "first_token_model": self.first_token_model}

@@ -153,6 +153,13 @@ class SuffixAutomaton:
         """
         return K.match(self.states, self.meta)
 
+    def match_ends(self, out: np.ndarray) -> int:
+        """Write the remembered earlier end positions of the longest match (:meth:`match`) into
+        ``out`` ([k] int64), newest first; returns how many (at most ``len(out)`` and
+        ``occurrences``; 0 when nothing matches). The first is :meth:`match`'s most recent end."""
+        state = self.states[self.meta[K.M_LAST], K.LINK]
+        return int(K.recent_ends(self.states, state, self.meta[K.M_TOKENS] - 1, out)) if state > 0 else 0
+
     def nbytes(self) -> int:
         """Bytes held by the arrays (allocated capacity included)."""
         return self.tokens.nbytes + self.states.nbytes + self.table.nbytes + self.meta.nbytes + self._stage.nbytes

@@ -16,6 +16,8 @@ import enum
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import numpy as np
+
 from lookup.automaton import SuffixAutomaton
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.history import DEFAULT_MAX_TOKENS, History
@@ -85,6 +87,8 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             that starts the next) and copy from the most recent occurrence there when the history
             holds a longer match of the context's suffix than the context itself.
         history_tokens: tokens of history kept (the oldest requests go first).
+        occurrences: earlier occurrences the automaton remembers per match (the most recent ones),
+            for :meth:`agreement`; the draft always copies from the most recent or the earliest.
     """
 
     def __init__(
@@ -97,16 +101,18 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         fallback: bool = True,
         history: bool = False,
         history_tokens: int = DEFAULT_MAX_TOKENS,
+        occurrences: int = 1,
     ):
         super().__init__()
-        if min_match < 1 or max_tokens < 1:
-            raise ValueError("min_match and max_tokens must be >= 1")
+        if min_match < 1 or max_tokens < 1 or occurrences < 1:
+            raise ValueError("min_match, max_tokens and occurrences must be >= 1")
         self.fallback = require_bool("fallback", fallback)
         self.min_match = min_match
         self.max_tokens = max_tokens
         self.occurrence = Occurrence(occurrence)
         self.length_rule = LinearLength(*length_rule) if isinstance(length_rule, tuple) else length_rule
-        self.sam = SuffixAutomaton(occurrences=1, max_depth=max_depth)
+        self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
+        self._ends = np.zeros(occurrences, dtype=np.int64)  # [occurrences] scratch for agreement()
         self.history = History(history_tokens) if require_bool("history", history) else None
         self._prompt_len = 0
 
@@ -142,6 +148,19 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         """Where the draft :meth:`propose` would copy now comes from: ``"context"`` or ``"history"``
         (a longer match in earlier requests). ``adaptive`` learns acceptance per source."""
         return "context" if self._history_match() is None else "history"
+
+    def agreement(self, token: int) -> tuple[int, float] | None:
+        """Evidence for a draft from the context that starts with ``token``: how many earlier
+        occurrences of the match the automaton remembers (1 to ``occurrences``), and the share of
+        them followed by ``token``. None when the draft would come from the history, or when
+        nothing matches. A query (``adaptive`` reads it for ``lookup/first_token.py``)."""
+        if self._history_match() is not None:
+            return None
+        n = self.sam.match_ends(self._ends)
+        if n == 0:
+            return None
+        follow = self.sam.tokens[self._ends[:n] + 1]  # [n] the token after each occurrence
+        return n, float(np.mean(follow == token))
 
     def draft_length(self, match_len: int) -> int:
         """Tokens to draft after a match of ``match_len`` tokens (before budget and context end)."""
@@ -179,4 +198,5 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             "fallback": self.fallback,
             "history": self.history is not None,
             **({"history_tokens": self.history.max_tokens} if self.history is not None else {}),
+            "occurrences": self.sam.occurrences,
         }

@@ -68,7 +68,7 @@ def accepted_path(draft: Draft, future: Sequence[int]) -> list[int]:
     return path
 
 
-class _Wrapper(Drafter):
+class TraceWrapper(Drafter):
     """Hands the sequence to ``inner`` and keeps the context length, for drafters that read the
     trace's future (``sequence``: prompt then output, [P + T] ids) at the current position."""
 
@@ -94,7 +94,7 @@ class _Wrapper(Drafter):
         return self.inner.match_length()
 
 
-class Hindsight(_Wrapper):
+class Hindsight(TraceWrapper):
     """``inner``'s drafts, sent as mode ``mode`` says (see the module docstring), on trace ``sequence``
     (prompt then output, [P + T] ids) under ``profile``."""
 
@@ -173,7 +173,7 @@ def rank_auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
     return float((ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives))
 
 
-class Signal(_Wrapper):
+class Signal(TraceWrapper):
     """``inner`` (an ``adaptive`` drafter) with a noisy reading of each node's acceptance, of AUC
     ``auc`` alone, on trace ``sequence`` (prompt then output, [P + T] ids); see the module docstring.
 
@@ -196,7 +196,7 @@ class Signal(_Wrapper):
             return inner.propose(budget)
         accepted = len(accepted_path(full, self.sequence[self._context:]))
         truth = (np.arange(len(full)) < accepted).astype(np.float64)  # [n] 1 = the node will be accepted
-        own = np.clip(inner.acceptance(bucket)[: len(full)], EDGE, 1.0 - EDGE)  # [n]
+        own = np.clip(inner.chain_acceptance(bucket, len(full), int(full.tokens[0])), EDGE, 1.0 - EDGE)  # [n]
         if self.sigma == 0.0:
             posterior = np.clip(truth, EDGE, 1.0 - EDGE)
         else:

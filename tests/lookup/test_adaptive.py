@@ -136,3 +136,46 @@ def test_the_match_length_is_the_wrapped_drafters():
 def test_a_missing_base_is_refused_by_name():
     with pytest.raises(TypeError, match="base must be a drafter name or instance"):
         AdaptiveDrafter(base=None)
+
+
+class Agreeing(Scripted):
+    """A scripted drafter that also reports how its match's occurrences agree."""
+
+    def __init__(self, tokens, match=3, evidence=(4, 0.75)):
+        super().__init__(tokens, match)
+        self.evidence, self.asked = evidence, []
+
+    def agreement(self, token):
+        self.asked.append(token)
+        return self.evidence
+
+
+def test_the_first_node_comes_from_the_first_token_model_and_the_rest_from_the_statistics():
+    from lookup import first_token
+
+    drafter = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]))
+    drafter.reset([1, 2, 3])
+    full, bucket = drafter.candidate(32)
+    own = drafter.acceptance(bucket)[:4]
+    chain = drafter.chain_acceptance(bucket, 4, 7)
+    assert drafter.base.asked == [7]
+    assert chain[0] == pytest.approx(first_token.probability(first_token.features(3, own[0], 4, 0.75)))
+    assert chain[1:].tolist() == own[1:].tolist()
+    assert drafter.propose(32).tokens.tolist() == [7, 8, 9, 10][: drafter.chain_cut(chain)]
+    # without the model, or without evidence (a draft from the history), the statistics alone
+    off = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]), first_token_model=False)
+    off.reset([1, 2, 3])
+    assert off.chain_acceptance(bucket, 4, 7).tolist() == own.tolist() and off.base.asked == []
+    silent = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10], evidence=None))
+    silent.reset([1, 2, 3])
+    assert silent.chain_acceptance(bucket, 4, 7).tolist() == own.tolist()
+
+
+def test_the_first_token_model_sends_more_where_occurrences_agree():
+    """Unanimous occurrences of a long match earn a longer draft than split ones, all else equal."""
+    sent = {}
+    for share in (1.0, 0.1):
+        drafter = AdaptiveDrafter(base=Agreeing(list(range(10, 30)), match=4, evidence=(8, share)))
+        drafter.reset([1, 2, 3])
+        sent[share] = len(drafter.propose(32))
+    assert sent[1.0] > sent[0.1]

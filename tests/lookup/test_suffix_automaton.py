@@ -219,3 +219,45 @@ def test_memory_is_linear_and_counted():
     stats = sam.stats()
     assert stats["states"] <= 2 * 20_000 and stats["nbytes"] == sam.nbytes()
     assert sam.nbytes() / 20_000 < 200  # the 160 B/token target is checked at 1M by the bench
+
+
+def brute_ends(seq: list[int], k: int) -> list[int]:
+    """The k most recent earlier end positions (newest first) of the longest suffix of ``seq`` that
+    occurs earlier; [] when none does."""
+    n = len(seq)
+
+    def ends(length: int) -> list[int]:
+        return [e for e in range(n - 2, length - 2, -1) if seq[e - length + 1 : e + 1] == seq[n - length :]]
+
+    longest = max((m for m in range(1, n) if ends(m)), default=0)
+    return ends(longest)[:k] if longest else []
+
+
+@settings(max_examples=120, deadline=None)
+@given(chunked_sequences(max_len=60), st.integers(1, 8), st.integers(0, 4))
+def test_match_ends_and_agreement_equal_brute_force(data, occurrences, token):
+    """The automaton remembers the most recent occurrences of its match; the drafter's agreement is
+    their count and the share followed by a given token."""
+    seq, chunks = data
+    d = SuffixAutomatonDrafter(max_depth=UNBOUNDED, occurrences=occurrences)
+    d.reset(chunks[0] if chunks else [])
+    for chunk in chunks[1:]:
+        d.extend(chunk)
+    want = brute_ends(seq, occurrences)
+    out = np.zeros(occurrences, dtype=np.int64)
+    assert out[: d.sam.match_ends(out)].tolist() == want
+    if want:
+        assert want[0] == d.sam.match()[2]
+        assert d.agreement(token) == (len(want), float(np.mean([seq[e + 1] == token for e in want])))
+    else:
+        assert d.agreement(token) is None
+
+
+def test_agreement_is_none_for_a_draft_from_the_history():
+    d = SuffixAutomatonDrafter(history=True, occurrences=4)
+    d.reset([5])
+    d.extend([6, 7, 8, 9])  # this request's output goes to the history
+    d.reset([1, 2, 5, 6, 7])  # the history's "6 7" is a longer match than the context's (none)
+    assert d.match_source() == "history" and d.agreement(8) is None
+    d.extend([3, 1, 2])  # now the context's "1 2" is the longer match
+    assert d.match_source() == "context" and d.agreement(5) == (1, 1.0)

@@ -1,0 +1,47 @@
+"""The first-token model: its features, its probability and the logistic fit behind it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lookup import first_token
+
+
+def test_features_and_probability_are_what_they_say():
+    x = first_token.features(3, 0.4, 5, 0.6)
+    assert x.tolist() == pytest.approx([np.log(4), 0.4, 5, 0.6])
+    z = first_token.INTERCEPT + x @ first_token.COEFFICIENTS
+    assert first_token.probability(x) == pytest.approx(1 / (1 + np.exp(-z)))
+    batch = np.stack([x, first_token.features(1, 0.2, 1, 1.0)])
+    assert first_token.probability(batch).shape == (2,)
+    assert len(first_token.COEFFICIENTS) == len(first_token.FEATURES)
+
+
+def test_agreeing_occurrences_make_the_first_token_likelier():
+    """The shipped fit reads evidence the right way round: more agreement, a longer match, a higher
+    estimate of its own, each raise the probability."""
+    base = first_token.probability(first_token.features(2, 0.3, 4, 0.5))
+    assert first_token.probability(first_token.features(2, 0.3, 4, 1.0)) > base
+    assert first_token.probability(first_token.features(6, 0.3, 4, 0.5)) > base
+    assert first_token.probability(first_token.features(2, 0.6, 4, 0.5)) > base
+
+
+def test_the_fit_recovers_known_coefficients_and_is_a_stationary_point():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40_000, 3))
+    true, intercept = np.array([1.5, -0.7, 0.2]), -0.4
+    y = (rng.random(len(x)) < 1 / (1 + np.exp(-(x @ true + intercept)))).astype(float)
+    coef, icpt = first_token.fit_logistic(x, y, l2=0.0)
+    assert coef == pytest.approx(true, abs=0.06) and icpt == pytest.approx(intercept, abs=0.06)
+    # the gradient of the log-likelihood vanishes at the answer
+    p = first_token.probability(x, coef, icpt)
+    assert np.abs(np.column_stack([x, np.ones(len(x))]).T @ (y - p)).max() < 1e-6 * len(x)
+
+
+def test_a_separable_set_still_gives_finite_coefficients():
+    x = np.array([[0.0], [1.0], [2.0], [3.0]])
+    y = np.array([0.0, 0.0, 1.0, 1.0])
+    coef, icpt = first_token.fit_logistic(x, y)
+    assert np.all(np.isfinite(coef)) and np.isfinite(icpt)
+    assert first_token.probability(np.array([3.0]), coef, icpt) > 0.9 > 0.1 > first_token.probability(np.array([0.0]), coef, icpt)
