@@ -247,8 +247,7 @@ class AdaptiveDrafter(Drafter):
             return estimate
         estimate = estimate.copy()
         occurrences, share = evidence
-        x = first_token.features(self.base.match_length() or 0, estimate[0], occurrences, share)
-        estimate[0] = first_token.probability(x)
+        estimate[0] = first_token.first_probability(self.base.match_length() or 0, estimate[0], occurrences, share)
         return estimate
 
     def _agreement(self, first: int | None) -> tuple[int, float] | None:

@@ -17,6 +17,8 @@ an AUC of 0.81-0.83, against 0.75 for ``adaptive``'s own estimate (``docs/oracle
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 #: what :func:`features` returns, in order
@@ -30,7 +32,19 @@ def features(match_length: int, estimate: float, occurrences: int, agreement: fl
     """The model's inputs for one draft: the match length behind it, ``adaptive``'s own estimate of
     P(first token accepted), how many earlier occurrences of the match are remembered (at most the
     automaton's ring, 8 by default) and the share of them followed by the draft's first token.  # [4]"""
-    return np.array([np.log1p(match_length), estimate, occurrences, agreement], dtype=np.float64)
+    return np.array(_features(match_length, estimate, occurrences, agreement), dtype=np.float64)
+
+
+def _features(match_length: int, estimate: float, occurrences: int, agreement: float) -> tuple[float, ...]:
+    return math.log1p(match_length), float(estimate), float(occurrences), float(agreement)
+
+
+def first_probability(match_length: int, estimate: float, occurrences: int, agreement: float) -> float:
+    """``probability(features(...))`` with the shipped fit, for one draft, in plain floats: the drafter
+    calls it every step, where numpy's per-call overhead on four numbers would dominate."""
+    z = INTERCEPT + sum(c * f for c, f in zip(COEFFICIENTS.tolist(), _features(match_length, estimate, occurrences,
+                                                                                 agreement)))
+    return 1.0 / (1.0 + math.exp(-z))
 
 
 def probability(x: np.ndarray, coefficients: np.ndarray | None = None, intercept: float | None = None) -> np.ndarray:

@@ -159,8 +159,8 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         n = self.sam.match_ends(self._ends)
         if n == 0:
             return None
-        follow = self.sam.tokens[self._ends[:n] + 1]  # [n] the token after each occurrence
-        return n, float(np.mean(follow == token))
+        follow = self.sam.tokens[self._ends[:n] + 1].tolist()  # the token after each occurrence
+        return n, follow.count(token) / n
 
     def draft_length(self, match_len: int) -> int:
         """Tokens to draft after a match of ``match_len`` tokens (before budget and context end)."""

@@ -45,3 +45,8 @@ def test_a_separable_set_still_gives_finite_coefficients():
     coef, icpt = first_token.fit_logistic(x, y)
     assert np.all(np.isfinite(coef)) and np.isfinite(icpt)
     assert first_token.probability(np.array([3.0]), coef, icpt) > 0.9 > 0.1 > first_token.probability(np.array([0.0]), coef, icpt)
+
+
+def test_the_drafters_scalar_path_is_the_model():
+    for args in [(0, 0.2, 1, 0.0), (3, 0.4, 5, 0.6), (40, 0.9, 8, 1.0)]:
+        assert first_token.first_probability(*args) == pytest.approx(float(first_token.probability(first_token.features(*args))))
