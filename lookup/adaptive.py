@@ -49,8 +49,8 @@ from typing import Sequence
 
 import numpy as np
 
-from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup import first_token
+from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
 from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs
 from lookup.params import require_bool
@@ -242,18 +242,27 @@ class AdaptiveDrafter(Drafter):
         :mod:`lookup.first_token` where the model is on and the wrapped drafter reports how its
         match's occurrences agree.  # [available]"""
         estimate = self.acceptance(bucket)[:available]
-        evidence = self._agreement(first)
-        if evidence is None or not len(estimate):
+        if not self.first_token_model or first is None or not len(estimate):
+            return estimate
+        inputs = self.first_token_inputs(first, float(estimate[0]))
+        if inputs is None:
             return estimate
         estimate = estimate.copy()
-        occurrences, share = evidence
-        estimate[0] = first_token.first_probability(self.base.match_length() or 0, estimate[0], occurrences, share)
+        estimate[0] = first_token.first_probability(*inputs)
         return estimate
 
-    def _agreement(self, first: int | None) -> tuple[int, float] | None:
-        if not self.first_token_model or first is None or not hasattr(self.base, "agreement"):
+    def first_token_inputs(self, first: int, estimate: float) -> tuple[int, float, int, float] | None:
+        """The inputs of :mod:`lookup.first_token`'s model for a chain starting with token ``first``,
+        given this drafter's own ``estimate`` of P(first node accepted): (match length, estimate,
+        occurrences remembered, share of them followed by ``first``). None where the wrapped drafter
+        reports no agreement (no ``agreement`` method, or a draft from the history). A query; the
+        fit (``experiments/running/first_token_fit.py``) reads the same inputs."""
+        if not hasattr(self.base, "agreement"):
             return None
-        return self.base.agreement(first)
+        evidence = self.base.agreement(first)
+        if evidence is None:
+            return None
+        return self.base.match_length() or 0, estimate, *evidence
 
     def chain_cut(self, acceptance: np.ndarray) -> int:
         """The chain length (0..n) with the most expected tokens per second, given

@@ -45,14 +45,10 @@ class _Collector(TraceWrapper):
         full, bucket = inner.candidate(budget)
         if len(full) and full.is_chain and self._context < len(self.sequence):
             first = int(full.tokens[0])
-            evidence = inner.base.agreement(first)
-            if evidence is not None:
-                x = first_token.features(inner.base.match_length(), inner.acceptance(bucket)[0], *evidence)
-                self.rows.append((x, float(self.sequence[self._context] == first)))
+            inputs = inner.first_token_inputs(first, float(inner.acceptance(bucket)[0]))
+            if inputs is not None:
+                self.rows.append((first_token.features(*inputs), float(self.sequence[self._context] == first)))
         return inner.propose(budget)
-
-    def observe(self, draft: Draft, accepted: int) -> None:
-        self.inner.observe(draft, accepted)
 
 
 def collect(sets: Sequence[TraceSet], progress=None) -> FirstTokenData:

@@ -90,6 +90,9 @@ class TraceWrapper(Drafter):
     def observe_top(self, tokens: np.ndarray, top: np.ndarray, probs: np.ndarray) -> None:
         self.inner.observe_top(tokens, top, probs)
 
+    def observe(self, draft: Draft, accepted: int) -> None:
+        self.inner.observe(draft, accepted)
+
     def match_length(self) -> int | None:
         return self.inner.match_length()
 
@@ -208,6 +211,3 @@ class Signal(TraceWrapper):
         # the posterior of node 0 given the nodes before it (none) is P(first node accepted)
         self.evidence.append((float(posterior[0]), bool(truth[0])))
         return inner.send(full, bucket, inner.chain_cut(posterior))
-
-    def observe(self, draft: Draft, accepted: int) -> None:
-        self.inner.observe(draft, accepted)
