@@ -35,14 +35,11 @@ from experiments.cli import guarded, quiet_libraries  # noqa: E402
 from experiments.reporting.plots import write_loss_plot, write_signal_plot  # noqa: E402
 from experiments.reporting.tables import describe_profile, format_profile, loss_table, render, report  # noqa: E402
 from experiments.running.explain import ALL, explain  # noqa: E402
-from experiments.running.first_token_fit import collect as collect_first_token  # noqa: E402
-from experiments.running.first_token_fit import fit as fit_first_token  # noqa: E402
-from experiments.running.first_token_fit import held_out as held_out_first_token  # noqa: E402
+from experiments.running import acceptance_fit  # noqa: E402
 from experiments.running.hindsight import parse_mode as parse_hindsight_mode  # noqa: E402
 from experiments.running.record import record  # noqa: E402
 from experiments.running.replay import ReplayComparison, default_specs  # noqa: E402
 from experiments.running.verify import check_traces  # noqa: E402
-from lookup import first_token  # noqa: E402
 from lookup.cost import CPU_SMOLLM2, CostProfile  # noqa: E402
 from lookup.errors import PLDError  # noqa: E402
 from lookup.specs import parse_list  # noqa: E402
@@ -87,8 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "is wrong), trim (only the accepted part), cut (the best prefix of it): ceilings, not drafters; "
                           "signal:AUC (adaptive drafters): a noisy reading of each node's acceptance, of that AUC alone, "
                           "added to the drafter's own estimates")
-    fit = sub.add_parser("fit-first-token",
-                         help="fit lookup/first_token.py's model of first-token acceptance on traces, held-out check included")
+    fit = sub.add_parser("fit-acceptance", aliases=["fit-first-token"],
+                         help="fit adaptive's models of acceptance (lookup/first_token.py, lookup/later_nodes.py) "
+                              "on traces, held-out check included")
     fit.add_argument("--traces", default=None, help="trace folder (default: the shipped benchmark)")
     ver = sub.add_parser("verify", help="re-decode recorded cases on the model here and compare them token by token")
     ver.add_argument("--cases", type=int, default=10, help="cases to re-decode, one per task in turn (default 10)")
@@ -162,22 +160,30 @@ def signal_curves(runs: list[tuple[str, str | None]], losses: dict) -> dict[str,
     return curves
 
 
-def cmd_fit_first_token(args) -> int:
+def cmd_fit_acceptance(args) -> int:
     sets = load_trace_sets(args.traces)
     with tqdm(total=sum(len(s.cases) for s in sets), desc="replay", unit="case") as bar:
-        data = collect_first_token(sets, progress=bar.update)
-    if len(data.y) < 2 or data.y.min() == data.y.max():
-        raise PLDError(f"too few drafts to fit ({len(data.y)} rows, all alike): record more traces")
-    print(f"{len(data.y)} drafts from the context, first token accepted in {100 * data.y.mean():.1f}%")
-    print("\nfirst-token AUC on the half of the cases the model was not fitted on:")
-    checks = held_out_first_token(data)
-    print(render(list(checks[0]), [[f"{v:.3f}" if isinstance(v, float) else v for v in row.values()] for row in checks]))
-    coefficients, intercept = fit_first_token(data)
-    print("\nfitted on every case (" + ", ".join(first_token.FEATURES) + "):")
-    print(f"COEFFICIENTS = np.array([{', '.join(f'{c:.3f}' for c in coefficients)}])\nINTERCEPT = {intercept:.3f}")
-    shipped = np.allclose(coefficients, first_token.COEFFICIENTS, atol=5e-4) and abs(intercept - first_token.INTERCEPT) < 5e-4
-    print("these are the numbers lookup/first_token.py ships" if shipped
-          else "lookup/first_token.py ships other numbers: paste these there to use this fit")
+        data = acceptance_fit.collect(sets, progress=bar.update)
+    first = data["first"].y
+    if len(first) < 2 or first.min() == first.max():
+        raise PLDError(f"too few drafts to fit ({len(first)} rows, all alike): record more traces")
+    print(f"{len(first)} drafts from the context, first token accepted in {100 * first.mean():.1f}%")
+    for name, module in acceptance_fit.MODELS.items():
+        rows = data[name]
+        path = f"lookup/{module.__name__.rsplit('.', 1)[-1]}.py"
+        if len(rows.y) < 2 or rows.y.min() == rows.y.max():
+            print(f"\n{path}: too few rows to fit ({len(rows.y)})")
+            continue
+        print(f"\n{path}: {len(rows.y)} nodes, {100 * rows.y.mean():.1f}% accepted; "
+              "AUC on the half of the cases the model was not fitted on:")
+        checks = acceptance_fit.held_out(rows)
+        print(render(list(checks[0]), [["" if v is None else f"{v:.3f}" if isinstance(v, float) else v
+                                        for v in row.values()] for row in checks]))
+        coefficients, intercept = acceptance_fit.fit(rows)
+        print("fitted on every case (" + ", ".join(module.FEATURES) + "):")
+        print(f"COEFFICIENTS = np.array([{', '.join(f'{c:.3f}' for c in coefficients)}])\nINTERCEPT = {intercept:.3f}")
+        shipped = np.allclose(coefficients, module.COEFFICIENTS, atol=5e-4) and abs(intercept - module.INTERCEPT) < 5e-4
+        print(f"these are the numbers {path} ships" if shipped else f"{path} ships other numbers: paste these there to use this fit")
     return 0
 
 
@@ -264,7 +270,7 @@ def cmd_verify(args) -> int:
 
 
 COMMANDS = {"record": cmd_record, "list": cmd_list, "profile": cmd_profile, "replay": cmd_replay, "explain": cmd_explain,
-            "fit-first-token": cmd_fit_first_token,
+            "fit-acceptance": cmd_fit_acceptance, "fit-first-token": cmd_fit_acceptance,
             "verify": cmd_verify}
 
 

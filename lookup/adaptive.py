@@ -9,7 +9,8 @@ target's cost profile), so a wasted draft is a slowdown. Each step this drafter
    a prior (:class:`lookup.policy.DecayedRate`);
 3. sends the prefix length ``k`` (possibly 0) that maximises expected committed tokens per
    second: ``(1 + sum_{i<k} prod_{j<=i} a_j) / cost(k + 1)``, with ``cost`` the target's
-   cost profile (:func:`lookup.policy.best_cut`).
+   cost profile (:func:`lookup.policy.best_cut`); or, by default, the ``k`` planned over this
+   forward and the ones after it (below).
 
 A wrapped drafter that reports no :meth:`~lookup.base.Drafter.match_length` is treated as if
 its matches were of a middling length (``UNKNOWN_MATCH``). A wrapped drafter that says where its
@@ -20,10 +21,18 @@ same length in another request is not as good a guide as one in the current cont
 When it drafts less than it could, the token the target commits still tells whether the
 next draft node would have been right, so it keeps learning even while drafting nothing.
 
-The first node. A wrapped drafter that reports how its match's earlier occurrences agree (an
-``agreement(token)`` method, as ``suffix-automaton`` has) gets a better estimate for the first
-node of a chain: :mod:`lookup.first_token` combines the estimate above with the match length, the
-number of occurrences and the share of them that agree (``first_token_model=True``, the default).
+Models of acceptance. A wrapped drafter that reports how its match's earlier occurrences agree
+with its chain (a ``chain_agreement(tokens)`` method, as ``suffix-automaton`` has) gets better
+estimates than the statistics above: :mod:`lookup.first_token` for the first node
+(``first_token_model=True``, the default) combines the estimate above with the match length, the
+number of occurrences and the share of them that agree; :mod:`lookup.later_nodes` for the later
+ones (``chain_model=True``, the default) reads how many occurrences still follow the chain at each
+depth and whether they go on with its token.
+
+Planning a chain. With ``chain_model`` the length of a chain is planned over the forwards that
+follow (:func:`lookup.policy.plan_chain`) instead of judged by this forward alone: nodes not sent
+now are drafted again at the next step if the part sent holds, so a doubtful start is sent short
+and the rest follows once it is confirmed.
 
 Trees. When the wrapped drafter returns a token tree, the drafter sends the first ``m`` nodes
 of it (the wrapped drafter's priority order; any prefix keeps parents before children), the
@@ -49,10 +58,10 @@ from typing import Sequence
 
 import numpy as np
 
-from lookup import first_token
+from lookup import first_token, later_nodes
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
-from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs
+from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs, plan_chain
 from lookup.params import require_bool
 from lookup.registry import create, register
 
@@ -112,6 +121,7 @@ class AdaptiveDrafter(Drafter):
         base_params: dict | None = None,
         history: bool = False,
         first_token_model: bool = True,
+        chain_model: bool = True,
     ) -> None:
         super().__init__()
         if not isinstance(base, (str, Drafter)):
@@ -138,6 +148,7 @@ class AdaptiveDrafter(Drafter):
         self._cost_context = -1  # the context self._cost was looked up at
         self.history = bool(history)
         self.first_token_model = require_bool("first_token_model", first_token_model)
+        self.chain_model = require_bool("chain_model", chain_model)
         self._init_counts(forget=True)
 
     def _init_counts(self, forget: bool) -> None:
@@ -181,7 +192,7 @@ class AdaptiveDrafter(Drafter):
         if len(full) == 0:
             return self.send(full, bucket, 0)
         if full.is_chain:
-            k = self.best_length(bucket, len(full), int(full.tokens[0]))
+            k = self.best_length(bucket, len(full), full.tokens)
         else:
             k = self.best_size(bucket, full.parents)
         return self.send(full, bucket, k)
@@ -231,42 +242,57 @@ class AdaptiveDrafter(Drafter):
         """Estimated P(node i accepted | nodes before accepted) at this bucket.  # [L]"""
         return self._depth.estimate(bucket)
 
-    def best_length(self, bucket: int, available: int, first: int | None = None) -> int:
-        """The draft length (0..available) with the most expected tokens per second; ``first``: the
-        chain's first token, for the first-token model (:meth:`chain_acceptance`)."""
-        return self.chain_cut(self.chain_acceptance(bucket, available, first))
+    def best_length(self, bucket: int, available: int, chain: np.ndarray | None = None) -> int:
+        """The draft length (0..available) to send now; ``chain``: the candidate's tokens ([>= available]),
+        for the models of acceptance (:meth:`chain_acceptance`)."""
+        return self.chain_cut(self.chain_acceptance(bucket, available, chain))
 
-    def chain_acceptance(self, bucket: int, available: int, first: int | None = None) -> np.ndarray:
-        """P(node i accepted | nodes before it accepted) for a chain of ``available`` nodes starting
-        with token ``first``: :meth:`acceptance`, with the first node's from
-        :mod:`lookup.first_token` where the model is on and the wrapped drafter reports how its
-        match's occurrences agree.  # [available]"""
+    def chain_acceptance(self, bucket: int, available: int, chain: np.ndarray | None = None) -> np.ndarray:
+        """P(node i accepted | nodes before it accepted) for the first ``available`` nodes of the chain
+        ``chain`` (its tokens, [>= available]; None: judged by the statistics alone): :meth:`acceptance`,
+        where the wrapped drafter reports how its match's occurrences agree with the chain
+        (:meth:`chain_evidence`), with the first node's from :mod:`lookup.first_token`
+        (``first_token_model``) and the later nodes' from :mod:`lookup.later_nodes` (``chain_model``).  # [available]"""
         estimate = self.acceptance(bucket)[:available]
-        if not self.first_token_model or first is None or not len(estimate):
+        if chain is None or not len(estimate) or not (self.first_token_model or self.chain_model):
             return estimate
-        inputs = self.first_token_inputs(first, float(estimate[0]))
-        if inputs is None:
+        evidence = self.chain_evidence(chain[:available])
+        if evidence is None:
             return estimate
         estimate = estimate.copy()
-        estimate[0] = first_token.first_probability(*inputs)
+        if self.first_token_model:
+            estimate[0] = first_token.first_probability(*self.first_token_inputs(evidence, float(estimate[0])))
+        if self.chain_model and available > 1:
+            estimate[1:] = later_nodes.probabilities(*evidence)
         return estimate
 
-    def first_token_inputs(self, first: int, estimate: float) -> tuple[int, float, int, float] | None:
-        """The inputs of :mod:`lookup.first_token`'s model for a chain starting with token ``first``,
-        given this drafter's own ``estimate`` of P(first node accepted): (match length, estimate,
-        occurrences remembered, share of them followed by ``first``). None where the wrapped drafter
-        reports no agreement (no ``agreement`` method, or a draft from the history). A query; the
-        fit (``experiments/running/first_token_fit.py``) reads the same inputs."""
-        if not hasattr(self.base, "agreement"):
+    def chain_evidence(self, chain: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """How the wrapped drafter's match's earlier occurrences agree with ``chain`` ([n] tokens):
+        (match length, support [n], agree [n]) as its ``chain_agreement`` gives them (scratch arrays,
+        valid until the next call). None where it reports none (no ``chain_agreement`` method, or a
+        draft from the history). A query; the fit (``experiments/running/acceptance_fit.py``) reads
+        the same evidence."""
+        if not hasattr(self.base, "chain_agreement"):
             return None
-        evidence = self.base.agreement(first)
-        if evidence is None:
-            return None
-        return self.base.match_length() or 0, estimate, *evidence
+        found = self.base.chain_agreement(np.asarray(chain, dtype=np.int64))
+        return None if found is None else (self.base.match_length() or 0, *found)
+
+    @staticmethod
+    def first_token_inputs(evidence: tuple[int, np.ndarray, np.ndarray], estimate: float) -> tuple[int, float, int, float]:
+        """The inputs of :mod:`lookup.first_token`'s model for a chain, from its :meth:`chain_evidence`
+        and this drafter's own ``estimate`` of P(first node accepted): (match length, estimate,
+        occurrences remembered, share of them followed by the chain's first token)."""
+        match_length, support, agree = evidence
+        occurrences = int(support[0])
+        return match_length, estimate, occurrences, float(agree[0]) / max(occurrences, 1)
 
     def chain_cut(self, acceptance: np.ndarray) -> int:
-        """The chain length (0..n) with the most expected tokens per second, given
-        ``acceptance[i]`` = P(node i accepted | nodes before it accepted) ([n]) and the cost profile."""
+        """The chain length (0..n) to send now, given ``acceptance[i]`` = P(node i accepted | nodes
+        before it accepted) ([n]) and the cost profile: planned over the forwards that follow
+        (:func:`lookup.policy.plan_chain`) with ``chain_model``, else the most expected tokens per
+        second of this forward alone (:func:`lookup.policy.best_cut`)."""
+        if self.chain_model:
+            return plan_chain(acceptance, self._cost)
         return best_cut(chain_path_probs(acceptance), self._cost)
 
     def rank_acceptance(self) -> np.ndarray:
@@ -339,4 +365,5 @@ class AdaptiveDrafter(Drafter):
     def params(self) -> dict:
         return {"base": self.base.name, "base_params": self.base.params(), "profile": self.profile.model,
                 "max_tokens": self.max_tokens, "prior_strength": self.prior_strength, "decay": self.decay,
-                "history": self.history, "first_token_model": self.first_token_model}
+                "history": self.history, "first_token_model": self.first_token_model,
+                "chain_model": self.chain_model}

@@ -40,6 +40,7 @@ class SuffixAutomaton:
         self.max_depth = max_depth
         self._initial_capacity = capacity
         self.meta = np.zeros(K.META_SIZE, dtype=np.int64)  # [META_SIZE] counters, see K.M_*
+        self._ends = np.zeros(occurrences, dtype=np.int64)  # [occurrences] scratch for agreement()
         self._stage = np.zeros(_STAGE, dtype=np.int64)  # [_STAGE] short extends land here
         self._allocate(capacity)
         _warm_up()
@@ -160,6 +161,16 @@ class SuffixAutomaton:
         state = self.states[self.meta[K.M_LAST], K.LINK]
         return int(K.recent_ends(self.states, state, self.meta[K.M_TOKENS] - 1, out)) if state > 0 else 0
 
+    def agreement(self, draft: np.ndarray, support: np.ndarray, agree: np.ndarray) -> int:
+        """How the remembered earlier occurrences of the longest match (:meth:`match_ends`) continue,
+        against ``draft`` ([n] int64): per depth ``d``, ``support[d]`` occurrences continue with
+        ``draft[:d]`` and have a token at ``d``, and ``agree[d]`` of them continue with ``draft[d]``
+        (both [>= n] int64, overwritten up to n; see :func:`lookup.automaton_kernels.chain_agreement`).
+        Returns how many occurrences were read (0 when nothing matches)."""
+        k = self.match_ends(self._ends)
+        K.chain_agreement(self.tokens, self._n, self._ends, k, draft, support, agree)
+        return k
+
     def nbytes(self) -> int:
         """Bytes held by the arrays (allocated capacity included)."""
         return self.tokens.nbytes + self.states.nbytes + self.table.nbytes + self.meta.nbytes + self._stage.nbytes
@@ -197,3 +208,4 @@ def _warm_up() -> None:
     sam.match()
     K.transition(sam.table, sam.meta, 1, 2)
     K.follow(sam.states, sam.table, sam.meta, 0, 0, np.array([3, 9, 1, 2], dtype=np.int64), 4)  # lookup.history
+    sam.agreement(np.array([1, 2], dtype=np.int64), np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64))

@@ -326,3 +326,27 @@ def match(states: np.ndarray, meta: np.ndarray) -> tuple[int, int, int, int]:
     n = recent_ends(states, v, meta[M_TOKENS] - 1, recent)
     first = states[v, FIRST]
     return v, states[v, LEN], recent[0] if n else first, first
+
+
+@njit(cache=True)
+def chain_agreement(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, k: int, draft: np.ndarray,
+                    support: np.ndarray, agree: np.ndarray) -> None:
+    """How the continuations of ``k`` earlier occurrences (end positions ``ends[:k]``) agree with a draft.
+
+    For each depth ``d`` of ``draft`` ([n]), ``support[d]`` counts the occurrences whose continuation
+    equals ``draft[:d]`` and has a token at ``d`` (the sequence has ``n_tokens``), and
+    ``agree[d]`` those of them whose token there is ``draft[d]``. Both [n], overwritten.
+    """
+    n = len(draft)
+    support[:n] = 0
+    agree[:n] = 0
+    for j in range(k):
+        start = ends[j] + 1
+        avail = min(n, n_tokens - 1 - ends[j])  # tokens that follow the occurrence, up to n
+        same = 0
+        while same < avail and tokens[start + same] == draft[same]:
+            same += 1
+        for d in range(min(same + 1, avail)):
+            support[d] += 1
+        for d in range(same):
+            agree[d] += 1

@@ -8,7 +8,7 @@ way, whatever its length. A logistic model puts the four together:
 
     P(first token accepted) = sigmoid(INTERCEPT + COEFFICIENTS . features(...))
 
-Fitting it is ``python experiments/traces.py fit-first-token``: it replays ``adaptive`` without
+Fitting it is ``python experiments/traces.py fit-acceptance``: it replays ``adaptive`` without
 the model on the shipped benchmark, collects these features and whether the first draft token was
 accepted at every step, and fits them (:func:`fit_logistic`). The numbers below are its fit on all
 400 cases; fitted on half the cases, the model ranks first-token acceptance on the other half with
@@ -23,7 +23,7 @@ import numpy as np
 
 #: what :func:`features` returns, in order
 FEATURES = ("log(1 + match length)", "adaptive's own estimate", "occurrences remembered", "share that agree")
-#: the fit on the shipped benchmark (hash 173c9375a857b781), by ``traces.py fit-first-token``
+#: the fit on the shipped benchmark (hash 173c9375a857b781), by ``traces.py fit-acceptance``
 COEFFICIENTS = np.array([1.138, 1.174, 0.227, 3.497])
 INTERCEPT = -5.301
 

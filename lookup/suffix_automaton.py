@@ -88,7 +88,7 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             holds a longer match of the context's suffix than the context itself.
         history_tokens: tokens of history kept (the oldest requests go first).
         occurrences: earlier occurrences the automaton remembers per match (the most recent ones),
-            for :meth:`agreement`; the draft always copies from the most recent or the earliest.
+            for :meth:`chain_agreement`; the draft always copies from the most recent or the earliest.
     """
 
     def __init__(
@@ -112,7 +112,8 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         self.occurrence = Occurrence(occurrence)
         self.length_rule = LinearLength(*length_rule) if isinstance(length_rule, tuple) else length_rule
         self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
-        self._ends = np.zeros(occurrences, dtype=np.int64)  # [occurrences] scratch for agreement()
+        # [>= draft length] scratch for chain_agreement()
+        self._support, self._agree = np.zeros(max_tokens, dtype=np.int64), np.zeros(max_tokens, dtype=np.int64)
         self.history = History(history_tokens) if require_bool("history", history) else None
         self._prompt_len = 0
 
@@ -149,18 +150,23 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         (a longer match in earlier requests). ``adaptive`` learns acceptance per source."""
         return "context" if self._history_match() is None else "history"
 
-    def agreement(self, token: int) -> tuple[int, float] | None:
-        """Evidence for a draft from the context that starts with ``token``: how many earlier
-        occurrences of the match the automaton remembers (1 to ``occurrences``), and the share of
-        them followed by ``token``. None when the draft would come from the history, or when
-        nothing matches. A query (``adaptive`` reads it for ``lookup/first_token.py``)."""
+    def chain_agreement(self, draft: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Evidence for a draft from the context (``draft``: [n] int64, the tokens :meth:`propose`
+        gave): how the continuations of the match's remembered earlier occurrences (up to
+        ``occurrences``, the most recent ones) agree with it. Per depth ``d``: ``support[d]``, the
+        occurrences that continue with ``draft[:d]`` and have a token at ``d``, and ``agree[d]``,
+        those of them that continue with ``draft[d]`` (both [n] int64; ``agree[0] / support[0]`` is
+        the share of occurrences followed by the draft's first token). None when the draft would
+        come from the history, or when nothing matches. The arrays are this drafter's scratch, valid
+        until the next call. A query: ``adaptive`` reads it for its models of acceptance (:mod:`lookup.first_token`, :mod:`lookup.later_nodes`)."""
         if self._history_match() is not None:
             return None
-        n = self.sam.match_ends(self._ends)
-        if n == 0:
+        n = len(draft)
+        if len(self._support) < n:
+            self._support, self._agree = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        if self.sam.agreement(draft, self._support, self._agree) == 0:
             return None
-        follow = self.sam.tokens[self._ends[:n] + 1].tolist()  # the token after each occurrence
-        return n, follow.count(token) / n
+        return self._support[:n], self._agree[:n]
 
     def draft_length(self, match_len: int) -> int:
         """Tokens to draft after a match of ``match_len`` tokens (before budget and context end)."""

@@ -199,7 +199,7 @@ class Signal(TraceWrapper):
             return inner.propose(budget)
         accepted = len(accepted_path(full, self.sequence[self._context:]))
         truth = (np.arange(len(full)) < accepted).astype(np.float64)  # [n] 1 = the node will be accepted
-        own = np.clip(inner.chain_acceptance(bucket, len(full), int(full.tokens[0])), EDGE, 1.0 - EDGE)  # [n]
+        own = np.clip(inner.chain_acceptance(bucket, len(full), full.tokens), EDGE, 1.0 - EDGE)  # [n]
         if self.sigma == 0.0:
             posterior = np.clip(truth, EDGE, 1.0 - EDGE)
         else:

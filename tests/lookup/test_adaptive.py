@@ -43,7 +43,8 @@ def step(drafter: AdaptiveDrafter, truth: list[int]) -> int:
 @settings(max_examples=100, deadline=None)
 @given(acc=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12))
 def test_best_length_maximises_expected_tokens_per_second(acc):
-    d = AdaptiveDrafter(base=Scripted(range(12)), profile=CPU_SMOLLM2, max_tokens=12)
+    """Without the chain model, each forward is judged alone."""
+    d = AdaptiveDrafter(base=Scripted(range(12)), profile=CPU_SMOLLM2, max_tokens=12, chain_model=False)
     d.acceptance = lambda bucket: np.asarray(acc + [0.0] * (12 - len(acc)))
     k = d.best_length(0, len(acc))
 
@@ -54,15 +55,26 @@ def test_best_length_maximises_expected_tokens_per_second(acc):
     assert rate(k) == pytest.approx(max(rate(n) for n in range(len(acc) + 1)))
 
 
-def test_stops_drafting_when_drafts_are_wrong_and_resumes_when_right():
+@settings(max_examples=50, deadline=None)
+@given(acc=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12))
+def test_with_the_chain_model_best_length_plans_the_chain(acc):
+    from lookup.policy import forward_costs, plan_chain
+
+    d = AdaptiveDrafter(base=Scripted(range(12)), profile=CPU_SMOLLM2, max_tokens=12)
+    d.acceptance = lambda bucket: np.asarray(acc + [0.0] * (12 - len(acc)))
+    assert d.best_length(0, len(acc)) == plan_chain(np.asarray(acc), forward_costs(CPU_SMOLLM2, 12, COST_REFRESH // 2))
+
+
+@pytest.mark.parametrize("chain_model", [True, False])
+def test_stops_drafting_when_drafts_are_wrong_and_resumes_when_right(chain_model):
     base = Scripted([7] * 10)
-    d = AdaptiveDrafter(base=base, profile=CPU_SMOLLM2)
+    d = AdaptiveDrafter(base=base, profile=CPU_SMOLLM2, chain_model=chain_model)
     d.reset([1, 2, 3])
     sent = [step(d, [9] * 11) for _ in range(40)]  # the target never says 7
     # a second token costs only ~1.1x one on this CPU, so a small chance keeps it worth a while
     assert sent[0] > 0 and sum(n > 0 for n in sent) <= 25 and sent[-10:] == [0] * 10
     sent = [step(d, [7] * 11) for _ in range(30)]  # now it always does: learnt through the free check
-    assert sent[:5].count(0) < 5 and sent[-1] >= 8
+    assert sent[:8].count(0) < 8 and sent[-1] >= 8
 
 
 def test_flat_gpu_profile_sends_everything_a_decent_match_offers():
@@ -139,43 +151,67 @@ def test_a_missing_base_is_refused_by_name():
 
 
 class Agreeing(Scripted):
-    """A scripted drafter that also reports how its match's occurrences agree."""
+    """A scripted drafter that also reports how its match's occurrences agree with its chain:
+    ``occurrences`` of them, ``share`` followed by the first token and all of those by the rest."""
 
     def __init__(self, tokens, match=3, evidence=(4, 0.75)):
         super().__init__(tokens, match)
         self.evidence, self.asked = evidence, []
 
-    def agreement(self, token):
-        self.asked.append(token)
-        return self.evidence
+    def chain_agreement(self, draft):
+        self.asked.append(draft.tolist())
+        if self.evidence is None:
+            return None
+        occurrences, share = self.evidence
+        agreeing = round(occurrences * share)
+        support = np.array([occurrences] + [agreeing] * (len(draft) - 1), dtype=np.int64)
+        return support, np.full(len(draft), agreeing, dtype=np.int64)
 
 
-def test_the_first_node_comes_from_the_first_token_model_and_the_rest_from_the_statistics():
-    from lookup import first_token
+def test_the_chain_comes_from_the_models_of_acceptance():
+    from lookup import first_token, later_nodes
 
     drafter = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]))
     drafter.reset([1, 2, 3])
     full, bucket = drafter.candidate(32)
     own = drafter.acceptance(bucket)[:4]
-    chain = drafter.chain_acceptance(bucket, 4, 7)
-    assert drafter.base.asked == [7]
+    chain = drafter.chain_acceptance(bucket, 4, full.tokens)
+    assert drafter.base.asked == [[7, 8, 9, 10]]
     assert chain[0] == pytest.approx(first_token.probability(first_token.features(3, own[0], 4, 0.75)))
-    assert chain[1:].tolist() == own[1:].tolist()
+    support, agree = np.array([4, 3, 3, 3]), np.array([3, 3, 3, 3])
+    assert chain[1:] == pytest.approx(later_nodes.probabilities(3, support, agree))
     assert drafter.propose(32).tokens.tolist() == [7, 8, 9, 10][: drafter.chain_cut(chain)]
-    # without the model, or without evidence (a draft from the history), the statistics alone
-    off = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]), first_token_model=False)
+    # each model can be off alone; without evidence (a draft from the history), the statistics alone
+    first_only = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]), chain_model=False)
+    first_only.reset([1, 2, 3])
+    assert first_only.chain_acceptance(bucket, 4, full.tokens)[1:].tolist() == own[1:].tolist()
+    later_only = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]), first_token_model=False)
+    later_only.reset([1, 2, 3])
+    assert later_only.chain_acceptance(bucket, 4, full.tokens)[0] == own[0]
+    off = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]), first_token_model=False, chain_model=False)
     off.reset([1, 2, 3])
-    assert off.chain_acceptance(bucket, 4, 7).tolist() == own.tolist() and off.base.asked == []
+    assert off.chain_acceptance(bucket, 4, full.tokens).tolist() == own.tolist() and off.base.asked == []
     silent = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10], evidence=None))
     silent.reset([1, 2, 3])
-    assert silent.chain_acceptance(bucket, 4, 7).tolist() == own.tolist()
+    assert silent.chain_acceptance(bucket, 4, full.tokens).tolist() == own.tolist()
+    assert silent.chain_acceptance(bucket, 4).tolist() == own.tolist()  # no chain given
 
 
 def test_the_first_token_model_sends_more_where_occurrences_agree():
     """Unanimous occurrences of a long match earn a longer draft than split ones, all else equal."""
     sent = {}
     for share in (1.0, 0.1):
-        drafter = AdaptiveDrafter(base=Agreeing(list(range(10, 30)), match=4, evidence=(8, share)))
+        drafter = AdaptiveDrafter(base=Agreeing(list(range(10, 30)), match=4, evidence=(8, share)), chain_model=False)
         drafter.reset([1, 2, 3])
         sent[share] = len(drafter.propose(32))
     assert sent[1.0] > sent[0.1]
+
+
+def test_the_chain_model_sends_more_where_occurrences_keep_agreeing():
+    """Occurrences that follow the whole chain earn a longer draft than the draft's own occurrence alone."""
+    sent = {}
+    for occurrences in (8, 1):
+        drafter = AdaptiveDrafter(base=Agreeing(list(range(10, 30)), match=4, evidence=(occurrences, 1.0)))
+        drafter.reset([1, 2, 3])
+        sent[occurrences] = len(drafter.propose(32))
+    assert sent[8] > sent[1]

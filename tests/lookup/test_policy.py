@@ -8,7 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lookup.cost import CPU_SMOLLM2, CostProfile
-from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs, smoothed_rate
+import itertools
+
+from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs, plan_chain, smoothed_rate
 
 probabilities = st.floats(0.0, 1.0)
 positive_costs = st.floats(0.01, 100.0)
@@ -123,3 +125,49 @@ def test_smoothed_rate_counts_the_prior_as_observations():
 def test_decayed_rate_refuses_bad_parameters(strength, decay):
     with pytest.raises(ValueError):
         DecayedRate([0.5], strength, decay)
+
+
+def brute_plan_value(acceptance: list[float], costs: list[float], plan: tuple[int, ...]) -> float:
+    """Expected committed tokens less forwards (in one-token forwards) of following the chain with
+    ``plan`` (nodes sent at each depth), by enumerating where the chain breaks: the first node the
+    target rejects (``len(acceptance)``: none)."""
+    n = len(acceptance)
+    value = 0.0
+    for broken in range(n + 1):
+        p = float(np.prod(acceptance[:broken])) * (1.0 - acceptance[broken] if broken < n else 1.0)
+        if p == 0.0:
+            continue
+        total, depth = 0.0, 0
+        while True:
+            k = plan[depth]
+            total += min(k, broken - depth) + 1 - costs[k] / costs[0]  # accepted nodes, and the target's own token
+            if depth + k >= broken or depth + k >= n:
+                break  # a rejection, the target's token off the chain, or the chain's end
+            depth += k + 1  # the target's own token was the next node: the next step drafts on
+        value += p * total
+    return value
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), max_size=5), st.integers(0, 2**32 - 1))
+def test_plan_chain_takes_the_first_step_of_the_best_plan(acceptance, seed):
+    """Against every plan (how many nodes to send at each depth) scored by enumeration."""
+    n = len(acceptance)
+    rng = np.random.default_rng(seed)
+    costs = np.concatenate([[1.0], 1.0 + np.cumsum(rng.uniform(0.0, 0.6, n))]) * rng.uniform(0.5, 2.0)
+    plans = itertools.product(*[range(n - d + 1) for d in range(n + 1)])
+    values = {plan: brute_plan_value(acceptance, costs.tolist(), plan) for plan in plans}
+    best = max(values.values())
+    k = plan_chain(np.array(acceptance), costs)
+    assert max(v for plan, v in values.items() if plan[0] == k) == pytest.approx(best, abs=1e-9)
+
+
+def test_plan_chain_by_hand():
+    costs = forward_costs(CPU_SMOLLM2, 16, 500)
+    assert plan_chain(np.zeros(0), costs) == 0
+    assert plan_chain(np.zeros(8), costs) == 0  # nothing will be accepted
+    assert plan_chain(np.ones(16), costs) == 16  # everything will: one forward for all of it
+    # a doubtful first node before a sure run: send a little now, draft on once it holds,
+    # where judging this forward alone sends the lot
+    doubtful = np.array([0.4] + [0.85] * 15)
+    assert plan_chain(doubtful, costs) == 2 < best_cut(chain_path_probs(doubtful), costs) == 16

@@ -233,31 +233,52 @@ def brute_ends(seq: list[int], k: int) -> list[int]:
     return ends(longest)[:k] if longest else []
 
 
+def brute_agreement(seq, ends, draft):
+    """Per depth d: occurrences whose continuation is draft[:d] with a token at d, and those with draft[d] there."""
+    support, agree = [0] * len(draft), [0] * len(draft)
+    for e in ends:
+        after = seq[e + 1 : e + 1 + len(draft)]
+        for d in range(len(after)):
+            if after[:d] == list(draft[:d]):
+                support[d] += 1
+                agree[d] += after[d] == draft[d]
+    return support, agree
+
+
 @settings(max_examples=120, deadline=None)
-@given(chunked_sequences(max_len=60), st.integers(1, 8), st.integers(0, 4))
-def test_match_ends_and_agreement_equal_brute_force(data, occurrences, token):
-    """The automaton remembers the most recent occurrences of its match; the drafter's agreement is
-    their count and the share followed by a given token."""
+@given(chunked_sequences(max_len=60), st.integers(1, 8), st.lists(st.integers(0, 4), max_size=6))
+def test_match_ends_and_chain_agreement_equal_brute_force(data, occurrences, tail):
+    """The automaton remembers the most recent occurrences of its match; the drafter's chain agreement
+    counts, per depth, those that follow the draft so far and those that go on with its token."""
     seq, chunks = data
-    d = SuffixAutomatonDrafter(max_depth=UNBOUNDED, occurrences=occurrences)
+    # no fallback: the draft copies the most recent occurrence, as adaptive's default base does
+    d = SuffixAutomatonDrafter(max_depth=UNBOUNDED, occurrences=occurrences, fallback=False)
     d.reset(chunks[0] if chunks else [])
     for chunk in chunks[1:]:
         d.extend(chunk)
     want = brute_ends(seq, occurrences)
     out = np.zeros(occurrences, dtype=np.int64)
     assert out[: d.sam.match_ends(out)].tolist() == want
-    if want:
-        assert want[0] == d.sam.match()[2]
-        assert d.agreement(token) == (len(want), float(np.mean([seq[e + 1] == token for e in want])))
-    else:
-        assert d.agreement(token) is None
+    own = d.propose(8).tokens.tolist()
+    for draft in (own, own[:2] + tail, tail):
+        found = d.chain_agreement(np.array(draft, dtype=np.int64))
+        if want:
+            assert want[0] == d.sam.match()[2]
+            assert [a.tolist() for a in found] == list(brute_agreement(seq, want, draft))
+        else:
+            assert found is None
+    if want and own:
+        support, agree = d.chain_agreement(np.array(own, dtype=np.int64))
+        # the draft's own occurrence (the most recent) follows it all the way
+        assert support.min() >= 1 and agree.min() >= 1 and support[0] == len(want)
 
 
-def test_agreement_is_none_for_a_draft_from_the_history():
+def test_chain_agreement_is_none_for_a_draft_from_the_history():
     d = SuffixAutomatonDrafter(history=True, occurrences=4)
     d.reset([5])
     d.extend([6, 7, 8, 9])  # this request's output goes to the history
     d.reset([1, 2, 5, 6, 7])  # the history's "6 7" is a longer match than the context's (none)
-    assert d.match_source() == "history" and d.agreement(8) is None
+    assert d.match_source() == "history" and d.chain_agreement(np.array([8])) is None
     d.extend([3, 1, 2])  # now the context's "1 2" is the longer match
-    assert d.match_source() == "context" and d.agreement(5) == (1, 1.0)
+    assert d.match_source() == "context"
+    assert [a.tolist() for a in d.chain_agreement(np.array([5, 6]))] == [[1, 1], [1, 1]]

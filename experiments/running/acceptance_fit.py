@@ -1,0 +1,112 @@
+"""Fit ``adaptive``'s models of acceptance on traces, and check them on cases they were not fitted on.
+
+Two models (:data:`MODELS`): :mod:`lookup.first_token` (the chain's first node) and
+:mod:`lookup.later_nodes` (each later node, given the ones before it were accepted).
+
+    data = collect(sets)                     # adaptive replayed without the models: rows per model
+    report = held_out(data["later"])         # fitted on even cases, scored on odd ones, and back
+    coefficients, intercept = fit(data["first"])  # on every case: what lookup/first_token.py ships
+
+``python experiments/traces.py fit-first-token`` runs all three for both models and prints them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Sequence
+
+import numpy as np
+
+from experiments.benchmarks.traces import TraceSet
+from experiments.running.hindsight import TraceWrapper, rank_auc
+from experiments.running.oracle import sequence_of
+from experiments.running.replay import replay_case
+from lookup import first_token, later_nodes
+from lookup.adaptive import AdaptiveDrafter
+from lookup.base import Draft
+
+#: the models fitted here, by the name of their rows
+MODELS: dict[str, ModuleType] = {"first": first_token, "later": later_nodes}
+
+
+@dataclass
+class Rows:
+    """One row per judged node: the model's features, whether the node was accepted, ``adaptive``'s
+    own estimate of that, and which case (in the order collected) it came from."""
+
+    x: np.ndarray  # [n, F] the model's features
+    y: np.ndarray  # [n] 1.0 = the node was the target's token there
+    own: np.ndarray  # [n] adaptive's estimate from its statistics
+    case: np.ndarray  # [n] int index of the case
+
+
+class _Collector(TraceWrapper):
+    """``adaptive`` (without the models) on one trace, noting the rows of each chain candidate from the
+    context: its first node, and each later node reached with every node before it accepted."""
+
+    def __init__(self, inner: AdaptiveDrafter, sequence: Sequence[int]) -> None:
+        super().__init__(inner, sequence)
+        self.rows: dict[str, list[tuple[np.ndarray, float, float]]] = {name: [] for name in MODELS}
+
+    def propose(self, budget: int) -> Draft:
+        inner = self.inner
+        full, bucket = inner.candidate(budget)
+        if len(full) and full.is_chain and self._context < len(self.sequence):
+            evidence = inner.chain_evidence(full.tokens)
+            if evidence is not None:
+                own = inner.acceptance(bucket)
+                truth = self.sequence[self._context : self._context + len(full)]
+                hits = (full.tokens[: len(truth)] == truth).astype(np.float64)  # [<= n]
+                self.rows["first"].append((first_token.features(*inner.first_token_inputs(evidence, float(own[0]))),
+                                           hits[0], own[0]))
+                # node d is judged where nodes 0..d-1 were all accepted: the first miss ends the chain
+                reached = len(hits) if hits.all() else int(np.argmin(hits)) + 1
+                for d, x in enumerate(later_nodes.features(*evidence)[: reached - 1], start=1):
+                    self.rows["later"].append((x, hits[d], own[d]))
+        return inner.propose(budget)
+
+
+def collect(sets: Sequence[TraceSet], progress=None) -> dict[str, Rows]:
+    """Replay ``adaptive`` (default base, without the models) on every case of ``sets``, each priced by
+    its set's profile, and collect each model's rows (keys of :data:`MODELS`)."""
+    found: dict[str, list] = {name: [] for name in MODELS}
+    index = 0
+    for trace_set in sets:
+        for case in trace_set.cases:
+            drafter = _Collector(AdaptiveDrafter(profile=trace_set.profile, first_token_model=False, chain_model=False),
+                                 sequence_of(case))
+            replay_case(case, drafter, trace_set.profile)
+            for name, rows in drafter.rows.items():
+                found[name] += [(x, y, own, index) for x, y, own in rows]
+            index += 1
+            if progress is not None:
+                progress()
+    out = {}
+    for name, rows in found.items():
+        width = len(MODELS[name].FEATURES)
+        x, y, own, case = zip(*rows) if rows else ((), (), (), ())
+        out[name] = Rows(np.array(x).reshape(-1, width), np.array(y), np.array(own), np.array(case, dtype=np.int64))
+    return out
+
+
+def fit(rows: Rows) -> tuple[np.ndarray, float]:
+    """A model's (coefficients [F], intercept) fitted on every row."""
+    return first_token.fit_logistic(rows.x, rows.y)
+
+
+def held_out(rows: Rows) -> list[dict]:
+    """Fitted on the even-numbered cases and scored on the odd ones, then the other way round: per
+    half, the AUC of the model and of ``adaptive``'s own estimate."""
+    out = []
+    for fitted_on in (0, 1):
+        train, test = rows.case % 2 == fitted_on, rows.case % 2 != fitted_on
+        coefficients, intercept = first_token.fit_logistic(rows.x[train], rows.y[train])
+        y = rows.y[test] > 0
+        out.append({
+            "fitted on": "even cases" if fitted_on == 0 else "odd cases",
+            "rows": int(test.sum()),
+            "model": rank_auc(first_token.probability(rows.x[test], coefficients, intercept), y),
+            "adaptive's estimate": rank_auc(rows.own[test], y),
+        })
+    return out

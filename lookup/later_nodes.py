@@ -1,0 +1,53 @@
+"""P(a chain's node at depth d >= 1 is accepted | the nodes before it were), from the match's occurrences.
+
+``adaptive`` learns, per match length, how often the node at each depth was accepted. That
+estimate is blind to what the suffix automaton knows of this draft in particular: how many earlier
+occurrences of the match continue as the draft does up to depth ``d``, and whether they go on with
+the draft's token there. A copy that every remembered occurrence follows for ten tokens is a safer
+bet at depth ten than one where the draft's own occurrence is the only one left. Once ``d`` nodes
+are accepted, the match is ``d`` tokens longer, too. A logistic model of those inputs:
+
+    P(node d accepted | nodes < d accepted) = sigmoid(INTERCEPT + COEFFICIENTS . features(...)[d - 1])
+
+Its estimates are calibrated where adaptive's are not, but judged one forward at a time they
+send long chains after short matches, which lose (``docs/oracle-gap.md``): ``adaptive`` uses them
+with :func:`lookup.policy.plan_chain`, which plans a chain over several forwards.
+
+Fitting it is ``python experiments/traces.py fit-acceptance``, which fits both models of
+``adaptive``: it replays ``adaptive`` without them on the shipped benchmark and collects, for
+every node of every candidate chain reached with all nodes before it accepted, these features and
+whether the node was accepted. The numbers below are its fit on all 400 cases.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lookup import first_token
+
+#: what :func:`features` returns per depth, in order
+FEATURES = ("log(1 + match length + depth)", "log(1 + depth)", "occurrences still following",
+            "share of them that agree", "share x occurrences", "only the draft's own occurrence")
+#: the fit on the shipped benchmark (hash 173c9375a857b781), by ``traces.py fit-acceptance``
+COEFFICIENTS = np.array([1.335, -0.072, 0.080, 4.070, 0.234, -0.304])
+INTERCEPT = -5.011
+
+
+def features(match_length: int, support: np.ndarray, agree: np.ndarray) -> np.ndarray:
+    """The model's inputs for depths 1..n-1 of a chain of n nodes copied after a match of
+    ``match_length`` tokens, given ``support`` and ``agree`` ([n] each, as
+    :meth:`lookup.suffix_automaton.SuffixAutomatonDrafter.chain_agreement` gives them).  # [n-1, F]"""
+    support = np.asarray(support[1:], dtype=np.float64)  # [n-1]
+    depth = np.arange(1, len(support) + 1, dtype=np.float64)  # [n-1]
+    share = np.asarray(agree[1:], dtype=np.float64) / np.maximum(support, 1.0)
+    return np.column_stack([np.log1p(match_length + depth), np.log1p(depth), support, share, share * support,
+                            support == 1.0])
+
+
+def probabilities(match_length: int, support: np.ndarray, agree: np.ndarray,
+                  coefficients: np.ndarray | None = None, intercept: float | None = None) -> np.ndarray:
+    """P(node d accepted | nodes before accepted) for d = 1..n-1, from :func:`features`; by default with
+    the shipped fit.  # [n-1]"""
+    coefficients = COEFFICIENTS if coefficients is None else coefficients
+    intercept = INTERCEPT if intercept is None else intercept
+    return first_token.probability(features(match_length, support, agree), coefficients, intercept)

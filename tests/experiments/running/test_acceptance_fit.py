@@ -1,0 +1,80 @@
+"""Fitting adaptive's models of acceptance on traces: rows as adaptive sees them, held-out scores, the command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from experiments.benchmarks.traces import TraceCase, TraceSet, append_case
+from experiments.running.acceptance_fit import MODELS, collect, fit, held_out
+from lookup import first_token, later_nodes
+from lookup.cost import CPU_SMOLLM2
+
+
+def toy_cases(n: int, seed: int = 0) -> list[TraceCase]:
+    rng = np.random.default_rng(seed)
+    motif = rng.integers(0, 6, 12).tolist()
+    cases = []
+    for i in range(n):
+        # repeats of a motif with noise: matches that agree, and some that do not
+        seq = [t if rng.random() > 0.2 else int(rng.integers(0, 6)) for _ in range(8) for t in motif]
+        cases.append(TraceCase(f"toy/{i}", "toy", 1, seq[:24], seq[24:], [], "toy", 16, [], len(seq) - 24))
+    return cases
+
+
+def test_the_rows_are_adaptives_drafts_with_their_outcome():
+    cases = toy_cases(4)
+    data = collect([TraceSet(Path("toy.jsonl.gz"), "toy", cases, CPU_SMOLLM2)])
+    assert set(data) == set(MODELS)
+    first, later = data["first"], data["later"]
+    assert first.x.shape == (len(first.y), len(first_token.FEATURES)) and len(first.y) > 50
+    assert later.x.shape == (len(later.y), len(later_nodes.FEATURES)) and len(later.y) > 50
+    for rows in (first, later):
+        assert set(np.unique(rows.y)) == {0.0, 1.0} and rows.own.shape == rows.y.shape
+        assert np.all((0 < rows.own) & (rows.own < 1))
+        assert sorted(set(rows.case.tolist())) == [0, 1, 2, 3]
+    log_match, estimate, occurrences, share = first.x.T
+    assert np.all(log_match >= np.log(2)) and np.all(estimate == first.own)
+    assert np.all((1 <= occurrences) & (occurrences <= 8)) and np.all((0 <= share) & (share <= 1))
+    # a later node is judged only where every node before it was accepted, at depths from 1
+    log_deep, log_depth, support, share, _, alone = later.x.T
+    assert np.all(log_depth >= np.log(2) - 1e-12) and np.all(log_deep > log_depth)
+    assert np.all((0 <= share) & (share <= 1)) and np.all(alone == (support == 1))
+    for rows, module in ((first, first_token), (later, later_nodes)):
+        coefficients, intercept = fit(rows)
+        assert coefficients.shape == (len(module.FEATURES),) and np.isfinite(intercept)
+        checks = held_out(rows)
+        assert [c["fitted on"] for c in checks] == ["even cases", "odd cases"]
+        assert sum(c["rows"] for c in checks) == len(rows.y)
+        assert all(c["model"] is None or 0.0 <= c["model"] <= 1.0 for c in checks)
+
+
+def test_later_rows_follow_each_chain_until_its_first_miss():
+    """Every later row's node had all the nodes before it accepted: per case, the rows at depth 1
+    are exactly the first-node rows that were accepted (with a second node to judge)."""
+    cases = toy_cases(3, seed=2)
+    data = collect([TraceSet(Path("toy.jsonl.gz"), "toy", cases, CPU_SMOLLM2)])
+    first, later = data["first"], data["later"]
+    depth_one = np.isclose(later.x[:, 1], np.log(2))
+    for case in range(3):
+        assert depth_one[later.case == case].sum() <= first.y[first.case == case].sum()
+    assert depth_one.sum() > 0
+
+
+def test_the_fit_command_prints_a_fit_and_refuses_too_little(tmp_path, capsys):
+    from experiments import traces
+
+    for case in toy_cases(4, seed=1):
+        append_case(tmp_path / "toy-n4.jsonl.gz", case)
+    assert traces.main(["fit-first-token", "--traces", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("COEFFICIENTS = np.array([") == 2 and "INTERCEPT = " in out and "even cases" in out
+    assert "lookup/first_token.py" in out and "lookup/later_nodes.py" in out
+    assert traces.main(["fit-acceptance", "--traces", str(tmp_path)]) == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    append_case(empty / "x-n1.jsonl.gz", TraceCase("x/0", "x", 1, [1, 2], [3, 4], [], "toy", 16, [], 2))
+    assert traces.main(["fit-first-token", "--traces", str(empty)]) == 2
+    assert "too few drafts" in capsys.readouterr().err
