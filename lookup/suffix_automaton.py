@@ -158,9 +158,11 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         those of them that continue with ``draft[d]`` (both [n] int64; ``agree[0] / support[0]`` is
         the share of occurrences followed by the draft's first token). None when the draft would
         come from the history, or when nothing matches. The arrays are this drafter's scratch, valid
-        until the next call. A query: ``adaptive`` reads it for its models of acceptance (:mod:`lookup.first_token`, :mod:`lookup.later_nodes`)."""
+        until the next call. A query: ``adaptive`` reads it for its models of acceptance
+        (:mod:`lookup.first_token`, :mod:`lookup.later_nodes`)."""
         if self._history_match() is not None:
             return None
+        draft = np.ascontiguousarray(draft, dtype=np.int64)  # the one array type the kernel is compiled for
         n = len(draft)
         if len(self._support) < n:
             self._support, self._agree = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
