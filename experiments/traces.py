@@ -6,6 +6,7 @@
     python experiments/traces.py replay --drafters suffix-automaton,unfold [--traces DIR]
     python experiments/traces.py verify [--cases 10] [--traces DIR]   # are these traces this model's, here?
     python experiments/traces.py explain --drafters adaptive,voting      # where they lose time to the oracle
+    python experiments/traces.py fit-acceptance [--traces DIR]          # fit adaptive's models of acceptance
 
 Traces live under ``$PLD_LAB_CACHE/traces/<model>/`` beside the cost profile of the model that
 made them (``experiments.benchmarks.traces``).
@@ -183,7 +184,8 @@ def cmd_fit_acceptance(args) -> int:
         print("fitted on every case (" + ", ".join(module.FEATURES) + "):")
         print(f"COEFFICIENTS = np.array([{', '.join(f'{c:.3f}' for c in coefficients)}])\nINTERCEPT = {intercept:.3f}")
         shipped = np.allclose(coefficients, module.COEFFICIENTS, atol=5e-4) and abs(intercept - module.INTERCEPT) < 5e-4
-        print(f"these are the numbers {path} ships" if shipped else f"{path} ships other numbers: paste these there to use this fit")
+        print(f"these are the numbers {path} ships" if shipped
+              else f"{path} ships other numbers: paste these there to use this fit")
     return 0
 
 

@@ -58,10 +58,10 @@ from typing import Sequence
 
 import numpy as np
 
-from lookup import first_token, later_nodes, policy
+from lookup import first_token, later_nodes
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
-from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs, plan_chain
+from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs, plan_chain, warm_up
 from lookup.params import require_bool
 from lookup.registry import create, register
 
@@ -150,7 +150,7 @@ class AdaptiveDrafter(Drafter):
         self.first_token_model = require_bool("first_token_model", first_token_model)
         self.chain_model = require_bool("chain_model", chain_model)
         if self.chain_model:
-            policy.warm_up()  # off the timed path: the board times proposals, not construction
+            warm_up()  # off the timed path: the board times proposals, not construction
         self._init_counts(forget=True)
 
     def _init_counts(self, forget: bool) -> None:
@@ -258,13 +258,17 @@ class AdaptiveDrafter(Drafter):
         estimate = self.acceptance(bucket)[:available]
         if chain is None or not len(estimate) or not (self.first_token_model or self.chain_model):
             return estimate
-        evidence = self.chain_evidence(chain[:available])
+        if len(chain) < len(estimate):
+            raise ValueError(f"chain_acceptance: the chain has {len(chain)} tokens, "
+                             f"fewer than the {len(estimate)} nodes judged")
+        # a wrapped drafter that returns more than max_tokens is judged on the first max_tokens
+        evidence = self.chain_evidence(chain[: len(estimate)])
         if evidence is None:
             return estimate
         estimate = estimate.copy()
         if self.first_token_model:
             estimate[0] = first_token.first_probability(*self.first_token_inputs(evidence, float(estimate[0])))
-        if self.chain_model and available > 1:
+        if self.chain_model and len(estimate) > 1:
             estimate[1:] = later_nodes.probabilities(*evidence)
         return estimate
 

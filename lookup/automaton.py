@@ -167,6 +167,8 @@ class SuffixAutomaton:
         ``draft[:d]`` and have a token at ``d``, and ``agree[d]`` of them continue with ``draft[d]``
         (both [>= n] int64, overwritten up to n; see :func:`lookup.automaton_kernels.chain_agreement`).
         Returns how many occurrences were read (0 when nothing matches)."""
+        if len(support) < len(draft) or len(agree) < len(draft):
+            raise ValueError(f"support and agree need room for the {len(draft)} draft tokens")
         k = self.match_ends(self._ends)
         K.chain_agreement(self.tokens, self._n, self._ends, k, draft, support, agree)
         return k

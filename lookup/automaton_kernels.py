@@ -335,7 +335,7 @@ def chain_agreement(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, k: int,
 
     For each depth ``d`` of ``draft`` ([n]), ``support[d]`` counts the occurrences whose continuation
     equals ``draft[:d]`` and has a token at ``d`` (the sequence has ``n_tokens``), and
-    ``agree[d]`` those of them whose token there is ``draft[d]``. Both [n], overwritten.
+    ``agree[d]`` those of them whose token there is ``draft[d]``. Both [>= n]; the first n are overwritten.
     """
     n = len(draft)
     support[:n] = 0

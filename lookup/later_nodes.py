@@ -16,7 +16,10 @@ with :func:`lookup.policy.plan_chain`, which plans a chain over several forwards
 Fitting it is ``python experiments/traces.py fit-acceptance``, which fits both models of
 ``adaptive``: it replays ``adaptive`` without them on the shipped benchmark and collects, for
 every node of every candidate chain reached with all nodes before it accepted, these features and
-whether the node was accepted. The numbers below are its fit on all 400 cases.
+whether the node was accepted. The numbers below are its fit on all 400 cases, for ``adaptive``'s
+default base, which copies from the most recent occurrence (its draft's own occurrence is then
+always among those counted); a base that copies from elsewhere gets estimates fitted on another
+kind of draft.
 """
 
 from __future__ import annotations

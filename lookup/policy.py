@@ -117,6 +117,8 @@ def plan_chain(acceptance: np.ndarray, costs: np.ndarray) -> int:
         costs: forward cost with ``k`` nodes, k = 0..n (at least n + 1 entries).  # [>= n+1]
     """
     n = len(acceptance)
+    if len(costs) < n + 1:
+        raise ValueError(f"plan_chain needs a cost for 0..{n} nodes, got {len(costs)} costs")
     return int(_plan_chain(np.ascontiguousarray(acceptance, dtype=np.float64),
                            np.ascontiguousarray(costs[: n + 1], dtype=np.float64)))
 

@@ -151,7 +151,7 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         return "context" if self._history_match() is None else "history"
 
     def chain_agreement(self, draft: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """Evidence for a draft from the context (``draft``: [n] int64, the tokens :meth:`propose`
+        """Evidence for a draft from the context (``draft``: [n] token ids, normally what :meth:`propose`
         gave): how the continuations of the match's remembered earlier occurrences (up to
         ``occurrences``, the most recent ones) agree with it. Per depth ``d``: ``support[d]``, the
         occurrences that continue with ``draft[:d]`` and have a token at ``d``, and ``agree[d]``,

@@ -7,7 +7,7 @@ Two models (:data:`MODELS`): :mod:`lookup.first_token` (the chain's first node) 
     report = held_out(data["later"])         # fitted on even cases, scored on odd ones, and back
     coefficients, intercept = fit(data["first"])  # on every case: what lookup/first_token.py ships
 
-``python experiments/traces.py fit-first-token`` runs all three for both models and prints them.
+``python experiments/traces.py fit-acceptance`` runs all three for both models and prints them.
 """
 
 from __future__ import annotations

@@ -74,7 +74,9 @@ def test_stops_drafting_when_drafts_are_wrong_and_resumes_when_right(chain_model
     # a second token costs only ~1.1x one on this CPU, so a small chance keeps it worth a while
     assert sent[0] > 0 and sum(n > 0 for n in sent) <= 25 and sent[-10:] == [0] * 10
     sent = [step(d, [7] * 11) for _ in range(30)]  # now it always does: learnt through the free check
-    assert sent[:8].count(0) < 8 and sent[-1] >= 8
+    # the plan waits a little longer for the free checks to confirm the chain before sending again
+    resumes = 8 if chain_model else 5
+    assert sent[:resumes].count(0) < resumes and sent[-1] >= 8
 
 
 def test_flat_gpu_profile_sends_everything_a_decent_match_offers():
@@ -195,6 +197,8 @@ def test_the_chain_comes_from_the_models_of_acceptance():
     silent.reset([1, 2, 3])
     assert silent.chain_acceptance(bucket, 4, full.tokens).tolist() == own.tolist()
     assert silent.chain_acceptance(bucket, 4).tolist() == own.tolist()  # no chain given
+    with pytest.raises(ValueError, match="fewer than the 4 nodes"):
+        drafter.chain_acceptance(bucket, 4, full.tokens[:3])
 
 
 def test_the_first_token_model_sends_more_where_occurrences_agree():
@@ -211,7 +215,8 @@ def test_the_chain_model_sends_more_where_occurrences_keep_agreeing():
     """Occurrences that follow the whole chain earn a longer draft than the draft's own occurrence alone."""
     sent = {}
     for occurrences in (8, 1):
-        drafter = AdaptiveDrafter(base=Agreeing(list(range(10, 30)), match=4, evidence=(occurrences, 1.0)))
+        drafter = AdaptiveDrafter(base=Agreeing(list(range(10, 30)), match=4, evidence=(occurrences, 1.0)),
+                                  first_token_model=False)  # the first node from the statistics either way
         drafter.reset([1, 2, 3])
         sent[occurrences] = len(drafter.propose(32))
     assert sent[8] > sent[1]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lookup.cost import CPU_SMOLLM2, CostProfile
-import itertools
-
 from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs, plan_chain, smoothed_rate
 
 probabilities = st.floats(0.0, 1.0)
@@ -171,3 +171,5 @@ def test_plan_chain_by_hand():
     # where judging this forward alone sends the lot
     doubtful = np.array([0.4] + [0.85] * 15)
     assert plan_chain(doubtful, costs) == 2 < best_cut(chain_path_probs(doubtful), costs) == 16
+    with pytest.raises(ValueError, match="cost for 0..3 nodes"):
+        plan_chain(np.full(3, 0.5), costs[:3])

@@ -273,6 +273,18 @@ def test_match_ends_and_chain_agreement_equal_brute_force(data, occurrences, tai
         assert support.min() >= 1 and agree.min() >= 1 and support[0] == len(want)
 
 
+def test_chain_agreement_grows_its_scratch_for_drafts_longer_than_max_tokens():
+    seq = [1, 2, 3, 4, 5, 9, 1, 2, 3, 4, 6, 1, 2]
+    d = SuffixAutomatonDrafter(max_tokens=2, occurrences=4, fallback=False)
+    d.reset(seq)
+    draft = [3, 4, 5, 9, 1]
+    support, agree = d.chain_agreement(draft)  # any sequence of ids, longer than the scratch
+    assert [support.tolist(), agree.tolist()] == [list(a) for a in brute_agreement(seq, brute_ends(seq, 4), draft)]
+    assert support.tolist() == [2, 2, 2, 1, 1] and agree.tolist() == [2, 2, 1, 1, 1]
+    with pytest.raises(ValueError, match="room for the 5 draft tokens"):
+        d.sam.agreement(np.array(draft), np.zeros(2, dtype=np.int64), np.zeros(5, dtype=np.int64))
+
+
 def test_chain_agreement_is_none_for_a_draft_from_the_history():
     d = SuffixAutomatonDrafter(history=True, occurrences=4)
     d.reset([5])

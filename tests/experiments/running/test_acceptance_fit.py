@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from experiments.benchmarks.traces import TraceCase, TraceSet, append_case
-from experiments.running.acceptance_fit import MODELS, collect, fit, held_out
+from experiments.running.acceptance_fit import MODELS, _Collector, collect, fit, held_out
 from lookup import first_token, later_nodes
+from lookup.adaptive import AdaptiveDrafter
+from lookup.base import Draft, Drafter
 from lookup.cost import CPU_SMOLLM2
 
 
@@ -51,16 +52,32 @@ def test_the_rows_are_adaptives_drafts_with_their_outcome():
         assert all(c["model"] is None or 0.0 <= c["model"] <= 1.0 for c in checks)
 
 
+class _Unanimous(Drafter):
+    """Drafts [7, 8, 9, 10] after a 3-token match whose 4 occurrences all continue so."""
+
+    name = "unanimous-test"
+
+    def propose(self, budget):
+        return Draft([7, 8, 9, 10][:budget])
+
+    def match_length(self):
+        return 3
+
+    def chain_agreement(self, draft):
+        return np.full(len(draft), 4, dtype=np.int64), np.full(len(draft), 4, dtype=np.int64)
+
+
 def test_later_rows_follow_each_chain_until_its_first_miss():
-    """Every later row's node had all the nodes before it accepted: per case, the rows at depth 1
-    are exactly the first-node rows that were accepted (with a second node to judge)."""
-    cases = toy_cases(3, seed=2)
-    data = collect([TraceSet(Path("toy.jsonl.gz"), "toy", cases, CPU_SMOLLM2)])
-    first, later = data["first"], data["later"]
-    depth_one = np.isclose(later.x[:, 1], np.log(2))
-    for case in range(3):
-        assert depth_one[later.case == case].sum() <= first.y[first.case == case].sum()
-    assert depth_one.sum() > 0
+    """A chain judged against the trace [7, 8, 5, 10]: one first-node row (accepted), then later rows
+    for nodes 1 (accepted) and 2 (rejected); node 3, after the miss, is not judged."""
+    drafter = _Collector(AdaptiveDrafter(base=_Unanimous(), first_token_model=False, chain_model=False),
+                         [1, 2, 3, 7, 8, 5, 10])
+    drafter.reset([1, 2, 3])
+    drafter.propose(32)
+    first, later = drafter.rows["first"], drafter.rows["later"]
+    assert [(x.tolist(), y) for x, y, _ in first] == [([np.log(4), first[0][2], 4.0, 1.0], 1.0)]
+    assert [y for _, y, _ in later] == [1.0, 0.0]
+    assert [x.tolist() for x, _, _ in later] == later_nodes.features(3, np.full(4, 4), np.full(4, 4))[:2].tolist()
 
 
 def test_the_fit_command_prints_a_fit_and_refuses_too_little(tmp_path, capsys):
@@ -68,13 +85,13 @@ def test_the_fit_command_prints_a_fit_and_refuses_too_little(tmp_path, capsys):
 
     for case in toy_cases(4, seed=1):
         append_case(tmp_path / "toy-n4.jsonl.gz", case)
-    assert traces.main(["fit-first-token", "--traces", str(tmp_path)]) == 0
+    assert traces.main(["fit-acceptance", "--traces", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.count("COEFFICIENTS = np.array([") == 2 and "INTERCEPT = " in out and "even cases" in out
     assert "lookup/first_token.py" in out and "lookup/later_nodes.py" in out
-    assert traces.main(["fit-acceptance", "--traces", str(tmp_path)]) == 0
+    assert traces.main(["fit-first-token", "--traces", str(tmp_path)]) == 0  # the former name
     empty = tmp_path / "empty"
     empty.mkdir()
     append_case(empty / "x-n1.jsonl.gz", TraceCase("x/0", "x", 1, [1, 2], [3, 4], [], "toy", 16, [], 2))
-    assert traces.main(["fit-first-token", "--traces", str(empty)]) == 2
+    assert traces.main(["fit-acceptance", "--traces", str(empty)]) == 2
     assert "too few drafts" in capsys.readouterr().err
