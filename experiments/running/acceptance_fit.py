@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from experiments.benchmarks.traces import TraceSet
-from experiments.running.hindsight import TraceWrapper, rank_auc
+from experiments.running.hindsight import TraceWrapper, accepted_path, rank_auc
 from experiments.running.oracle import sequence_of
 from experiments.running.replay import replay_case
 from lookup import first_token, later_nodes
@@ -56,14 +56,15 @@ class _Collector(TraceWrapper):
             evidence = inner.chain_evidence(full.tokens)
             if evidence is not None:
                 own = inner.acceptance(bucket)
-                truth = self.sequence[self._context : self._context + len(full)]
-                hits = (full.tokens[: len(truth)] == truth).astype(np.float64)  # [<= n]
+                future = self.sequence[self._context :]
+                accepted = len(accepted_path(full, future))
                 self.rows["first"].append((first_token.features(*inner.first_token_inputs(evidence, float(own[0]))),
-                                           hits[0], own[0]))
-                # node d is judged where nodes 0..d-1 were all accepted: the first miss ends the chain
-                reached = len(hits) if hits.all() else int(np.argmin(hits)) + 1
-                for d, x in enumerate(later_nodes.features(*evidence)[: reached - 1], start=1):
-                    self.rows["later"].append((x, hits[d], own[d]))
+                                           float(accepted > 0), own[0]))
+                # node d is judged where nodes 0..d-1 were all accepted (and the trace goes that far):
+                # the first miss ends the chain
+                judged = min(accepted + 1, len(full), len(future))
+                for d, x in enumerate(later_nodes.features(*evidence)[: judged - 1], start=1):
+                    self.rows["later"].append((x, float(d < accepted), own[d]))
         return inner.propose(budget)
 
 
