@@ -163,29 +163,35 @@ def signal_curves(runs: list[tuple[str, str | None]], losses: dict) -> dict[str,
 
 def cmd_fit_acceptance(args) -> int:
     sets = load_trace_sets(args.traces)
-    with tqdm(total=sum(len(s.cases) for s in sets), desc="replay", unit="case") as bar:
+    with tqdm(total=2 * sum(len(s.cases) for s in sets), desc="replay", unit="case") as bar:
         data = acceptance_fit.collect(sets, progress=bar.update)
-    first = data["first"].y
+    first = data["context"]["first"].y
     if len(first) < 2 or first.min() == first.max():
         raise PLDError(f"too few drafts to fit ({len(first)} rows, all alike): record more traces")
     print(f"{len(first)} drafts from the context, first token accepted in {100 * first.mean():.1f}%")
-    for name, module in acceptance_fit.MODELS.items():
-        rows = data[name]
-        path = f"lookup/{module.__name__.rsplit('.', 1)[-1]}.py"
-        if len(rows.y) < 2 or rows.y.min() == rows.y.max():
-            print(f"\n{path}: too few rows to fit ({len(rows.y)})")
-            continue
-        print(f"\n{path}: {len(rows.y)} nodes, {100 * rows.y.mean():.1f}% accepted; "
-              "AUC on the half of the cases the model was not fitted on:")
-        checks = acceptance_fit.held_out(rows)
-        print(render(list(checks[0]), [["" if v is None else f"{v:.3f}" if isinstance(v, float) else v
-                                        for v in row.values()] for row in checks]))
-        coefficients, intercept = acceptance_fit.fit(rows)
-        print("fitted on every case (" + ", ".join(module.FEATURES) + "):")
-        print(f"COEFFICIENTS = np.array([{', '.join(f'{c:.3f}' for c in coefficients)}])\nINTERCEPT = {intercept:.3f}")
-        shipped = np.allclose(coefficients, module.COEFFICIENTS, atol=5e-4) and abs(intercept - module.INTERCEPT) < 5e-4
-        print(f"these are the numbers {path} ships" if shipped
-              else f"{path} ships other numbers: paste these there to use this fit")
+    for source, by_model in data.items():
+        for name, module in acceptance_fit.MODELS.items():
+            rows = by_model[name]
+            path = f"lookup/{module.__name__.rsplit('.', 1)[-1]}.py"
+            what = f"{path}, drafts from the {source}" + (" (the cases served as one stream)" if source != "context"
+                                                            else "")
+            if len(rows.y) < 2 or rows.y.min() == rows.y.max():
+                print(f"\n{what}: too few rows to fit ({len(rows.y)})")
+                continue
+            print(f"\n{what}: {len(rows.y)} nodes, {100 * rows.y.mean():.1f}% accepted; "
+                  "AUC on the half of the cases the model was not fitted on:")
+            checks = acceptance_fit.held_out(rows)
+            print(render(list(checks[0]), [["" if v is None else f"{v:.3f}" if isinstance(v, float) else v
+                                            for v in row.values()] for row in checks]))
+            coefficients, intercept = acceptance_fit.fit(rows)
+            prefix = "" if source == "context" else f"{source.upper()}_"
+            print("fitted on every case (" + ", ".join(module.FEATURES) + "):")
+            print(f"{prefix}COEFFICIENTS = np.array([{', '.join(f'{c:.3f}' for c in coefficients)}])\n"
+                  f"{prefix}INTERCEPT = {intercept:.3f}")
+            shipped_c, shipped_i = module.FITS[source]
+            shipped = np.allclose(coefficients, shipped_c, atol=5e-4) and abs(intercept - shipped_i) < 5e-4
+            print(f"these are the numbers {path} ships" if shipped
+                  else f"{path} ships other numbers: paste these there to use this fit")
     return 0
 
 

@@ -266,10 +266,11 @@ class AdaptiveDrafter(Drafter):
         if evidence is None:
             return estimate
         estimate = estimate.copy()
+        source = self.source(bucket)  # each source has its own fit
         if self.first_token_model:
-            estimate[0] = first_token.first_probability(*self.first_token_inputs(evidence, float(estimate[0])))
+            estimate[0] = first_token.first_probability(*self.first_token_inputs(evidence, float(estimate[0])), source)
         if self.chain_model and len(estimate) > 1:
-            estimate[1:] = later_nodes.probabilities(*evidence)
+            estimate[1:] = later_nodes.probabilities(*evidence, *later_nodes.FITS[source])
         return estimate
 
     def chain_evidence(self, chain: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
@@ -360,6 +361,11 @@ class AdaptiveDrafter(Drafter):
     def match_length(self) -> int | None:
         """The wrapped drafter's match length (None when it reports none)."""
         return self.base.match_length()
+
+    @staticmethod
+    def source(bucket: int) -> str:
+        """Where the drafts judged by statistics row ``bucket`` (a :meth:`candidate`'s) come from: one of ``SOURCES``."""
+        return SOURCES[bucket // (len(BUCKET_EDGES) + 1)]
 
     def _bucket(self) -> int:
         """The statistics row of the wrapped drafter's current match: its source, then its length."""

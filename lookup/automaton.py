@@ -41,6 +41,7 @@ class SuffixAutomaton:
         self._initial_capacity = capacity
         self.meta = np.zeros(K.META_SIZE, dtype=np.int64)  # [META_SIZE] counters, see K.M_*
         self._ends = np.zeros(occurrences, dtype=np.int64)  # [occurrences] scratch for agreement()
+        self._stops = np.zeros(occurrences, dtype=np.int64)  # [occurrences] the same
         self._stage = np.zeros(_STAGE, dtype=np.int64)  # [_STAGE] short extends land here
         self._allocate(capacity)
         _warm_up()
@@ -170,7 +171,8 @@ class SuffixAutomaton:
         if len(support) < len(draft) or len(agree) < len(draft):
             raise ValueError(f"support and agree need room for the {len(draft)} draft tokens")
         k = self.match_ends(self._ends)
-        K.chain_agreement(self.tokens, self._n, self._ends, k, draft, support, agree)
+        self._stops[:k] = self._n  # every continuation may run to the end of the sequence
+        K.chain_agreement(self.tokens, self._stops, self._ends, k, draft, support, agree)
         return k
 
     def nbytes(self) -> int:

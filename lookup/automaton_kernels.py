@@ -329,20 +329,22 @@ def match(states: np.ndarray, meta: np.ndarray) -> tuple[int, int, int, int]:
 
 
 @njit(cache=True)
-def chain_agreement(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, k: int, draft: np.ndarray,
+def chain_agreement(tokens: np.ndarray, stops: np.ndarray, ends: np.ndarray, k: int, draft: np.ndarray,
                     support: np.ndarray, agree: np.ndarray) -> None:
     """How the continuations of ``k`` earlier occurrences (end positions ``ends[:k]``) agree with a draft.
 
     For each depth ``d`` of ``draft`` ([n]), ``support[d]`` counts the occurrences whose continuation
-    equals ``draft[:d]`` and has a token at ``d`` (the sequence has ``n_tokens``), and
-    ``agree[d]`` those of them whose token there is ``draft[d]``. Both [>= n]; the first n are overwritten.
+    equals ``draft[:d]`` and has a token at ``d``, and ``agree[d]`` those of them whose token there is
+    ``draft[d]``. Occurrence ``j``'s continuation ends before ``stops[j]`` (the sequence's length, or
+    the end of the request it is in for a history of requests). ``support`` and ``agree``: [>= n];
+    the first n are overwritten.
     """
     n = len(draft)
     support[:n] = 0
     agree[:n] = 0
     for j in range(k):
         start = ends[j] + 1
-        avail = min(n, n_tokens - 1 - ends[j])  # tokens that follow the occurrence, up to n
+        avail = min(n, stops[j] - 1 - ends[j])  # tokens that follow the occurrence, up to n
         same = 0
         while same < avail and tokens[start + same] == draft[same]:
             same += 1

@@ -26,6 +26,12 @@ FEATURES = ("log(1 + match length)", "adaptive's own estimate", "occurrences rem
 #: the fit on the shipped benchmark (hash 173c9375a857b781), by ``traces.py fit-acceptance``
 COEFFICIENTS = np.array([1.138, 1.174, 0.227, 3.497])
 INTERCEPT = -5.301
+#: the same for drafts from a history of earlier requests (``adaptive:history=true``), fitted on the
+#: benchmark served as one stream of requests
+HISTORY_COEFFICIENTS = np.array([0.763, 1.271, 0.181, 3.231])
+HISTORY_INTERCEPT = -5.363
+#: the fit per source of the draft (``lookup.adaptive.SOURCES``): (coefficients [F], intercept)
+FITS = {"context": (COEFFICIENTS, INTERCEPT), "history": (HISTORY_COEFFICIENTS, HISTORY_INTERCEPT)}
 
 
 def features(match_length: int, estimate: float, occurrences: int, agreement: float) -> np.ndarray:
@@ -39,10 +45,13 @@ def _features(match_length: int, estimate: float, occurrences: int, agreement: f
     return math.log1p(match_length), float(estimate), float(occurrences), float(agreement)
 
 
-def first_probability(match_length: int, estimate: float, occurrences: int, agreement: float) -> float:
-    """``probability(features(...))`` with the shipped fit, for one draft, in plain floats: the drafter
-    calls it every step, where numpy's per-call overhead on four numbers would dominate."""
-    z = INTERCEPT + sum(c * f for c, f in zip(COEFFICIENTS.tolist(), _features(match_length, estimate, occurrences,
+def first_probability(match_length: int, estimate: float, occurrences: int, agreement: float,
+                      source: str = "context") -> float:
+    """``probability(features(...))`` with the shipped fit for drafts from ``source`` (:data:`FITS`), for
+    one draft, in plain floats: the drafter calls it every step, where numpy's per-call overhead on
+    four numbers would dominate."""
+    coefficients, intercept = FITS[source]
+    z = intercept + sum(c * f for c, f in zip(coefficients.tolist(), _features(match_length, estimate, occurrences,
                                                                                  agreement)))
     return 1.0 / (1.0 + math.exp(-z))
 

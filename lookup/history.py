@@ -5,6 +5,7 @@
     history.follow(tokens)           # the request grows
     length, start, stop = history.match()   # longest suffix of the request found in earlier ones
     draft = history.tokens[start:stop]
+    history.agreement(draft, support, agree)   # how the match's other occurrences continue
     history.add(output)              # the request is over: what it said joins the history
 
 Drafting from the current context alone cannot propose what the context never held; a server
@@ -42,13 +43,18 @@ class History:
     Args:
         max_tokens: tokens of history kept; when an added request would pass it, the oldest
             requests are dropped (until at most half of it is left) and the index is rebuilt.
+        occurrences: earlier occurrences remembered per match (the most recent ones), for
+            :meth:`agreement`.
+        max_depth: see :class:`lookup.automaton.SuffixAutomaton`.
     """
 
-    def __init__(self, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    def __init__(self, max_tokens: int = DEFAULT_MAX_TOKENS, occurrences: int = 1, max_depth: int = 16) -> None:
+        if max_tokens < 1 or occurrences < 1:
+            raise ValueError(f"max_tokens and occurrences must be >= 1, got {max_tokens} and {occurrences}")
         self.max_tokens = int(max_tokens)
-        self.sam = SuffixAutomaton(occurrences=1)
+        self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
+        self._ends = np.zeros(occurrences, dtype=np.int64)  # [occurrences] scratch for agreement()
+        self._stops = np.zeros(occurrences, dtype=np.int64)  # [occurrences] the same
         self._starts: list[int] = []  # start offset of each request in the index
         self._state, self._length = 0, 0
 
@@ -112,3 +118,19 @@ class History:
         nxt = bisect.bisect_right(self._starts, int(end[0]))
         stop = self._starts[nxt] if nxt < len(self._starts) else len(self.sam)
         return (self._length, start, stop) if start < stop else (0, 0, 0)
+
+    def agreement(self, draft: np.ndarray, support: np.ndarray, agree: np.ndarray) -> int:
+        """How the remembered occurrences of the current match continue (the most recent first, as
+        :meth:`match` copies from), against ``draft`` ([n] int64), each up to the end of the request
+        it is in: per depth ``d``, ``support[d]`` occurrences continue with ``draft[:d]`` and have a
+        token at ``d``, and ``agree[d]`` of them continue with ``draft[d]`` (both [>= n] int64,
+        overwritten up to n; :func:`lookup.automaton_kernels.chain_agreement`). Returns how many
+        occurrences were read (0 when nothing matches)."""
+        if len(support) < len(draft) or len(agree) < len(draft):
+            raise ValueError(f"support and agree need room for the {len(draft)} draft tokens")
+        k = int(K.recent_ends(self.sam.states, self._state, len(self.sam), self._ends)) if self._length > 0 else 0
+        for j in range(k):
+            nxt = bisect.bisect_right(self._starts, int(self._ends[j]))
+            self._stops[j] = self._starts[nxt] if nxt < len(self._starts) else len(self.sam)
+        K.chain_agreement(self.sam.tokens, self._stops, self._ends, k, draft, support, agree)
+        return k

@@ -34,6 +34,12 @@ FEATURES = ("log(1 + match length + depth)", "log(1 + depth)", "occurrences stil
 #: the fit on the shipped benchmark (hash 173c9375a857b781), by ``traces.py fit-acceptance``
 COEFFICIENTS = np.array([1.335, -0.072, 0.080, 4.070, 0.234, -0.304])
 INTERCEPT = -5.011
+#: the same for drafts from a history of earlier requests (``adaptive:history=true``), fitted on the
+#: benchmark served as one stream of requests
+HISTORY_COEFFICIENTS = np.array([0.964, 0.170, 0.092, 3.500, 0.020, -0.403])
+HISTORY_INTERCEPT = -5.050
+#: the fit per source of the draft (``lookup.adaptive.SOURCES``): (coefficients [F], intercept)
+FITS = {"context": (COEFFICIENTS, INTERCEPT), "history": (HISTORY_COEFFICIENTS, HISTORY_INTERCEPT)}
 
 
 def features(match_length: int, support: np.ndarray, agree: np.ndarray) -> np.ndarray:

@@ -114,7 +114,7 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
         # [>= draft length] scratch for chain_agreement()
         self._support, self._agree = np.zeros(max_tokens, dtype=np.int64), np.zeros(max_tokens, dtype=np.int64)
-        self.history = History(history_tokens) if require_bool("history", history) else None
+        self.history = History(history_tokens, occurrences) if require_bool("history", history) else None
         self._prompt_len = 0
 
     def reset(self, prompt: Sequence[int]) -> None:
@@ -151,22 +151,21 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         return "context" if self._history_match() is None else "history"
 
     def chain_agreement(self, draft: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """Evidence for a draft from the context (``draft``: [n] token ids, normally what :meth:`propose`
-        gave): how the continuations of the match's remembered earlier occurrences (up to
-        ``occurrences``, the most recent ones) agree with it. Per depth ``d``: ``support[d]``, the
-        occurrences that continue with ``draft[:d]`` and have a token at ``d``, and ``agree[d]``,
-        those of them that continue with ``draft[d]`` (both [n] int64; ``agree[0] / support[0]`` is
-        the share of occurrences followed by the draft's first token). None when the draft would
-        come from the history, or when nothing matches. The arrays are this drafter's scratch, valid
-        until the next call. A query: ``adaptive`` reads it for its models of acceptance
-        (:mod:`lookup.first_token`, :mod:`lookup.later_nodes`)."""
-        if self._history_match() is not None:
-            return None
+        """Evidence for a draft (``draft``: [n] token ids, normally what :meth:`propose` gave): how the
+        continuations of the match's remembered earlier occurrences (up to ``occurrences``, the most
+        recent ones, in the context or, for a draft from the history, in earlier requests; see
+        :meth:`match_source`) agree with it. Per depth ``d``: ``support[d]``, the occurrences that
+        continue with ``draft[:d]`` and have a token at ``d``, and ``agree[d]``, those of them that
+        continue with ``draft[d]`` (both [n] int64; ``agree[0] / support[0]`` is the share of
+        occurrences followed by the draft's first token). None when nothing matches. The arrays are
+        this drafter's scratch, valid until the next call. A query: ``adaptive`` reads it for its
+        models of acceptance (:mod:`lookup.first_token`, :mod:`lookup.later_nodes`)."""
         draft = np.ascontiguousarray(draft, dtype=np.int64)  # the one array type the kernel is compiled for
         n = len(draft)
         if len(self._support) < n:
             self._support, self._agree = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-        if self.sam.agreement(draft, self._support, self._agree) == 0:
+        index = self.sam if self._history_match() is None else self.history
+        if index.agreement(draft, self._support, self._agree) == 0:
             return None
         return self._support[:n], self._agree[:n]
 

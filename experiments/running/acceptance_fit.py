@@ -1,13 +1,19 @@
 """Fit ``adaptive``'s models of acceptance on traces, and check them on cases they were not fitted on.
 
 Two models (:data:`MODELS`): :mod:`lookup.first_token` (the chain's first node) and
-:mod:`lookup.later_nodes` (each later node, given the ones before it were accepted).
+:mod:`lookup.later_nodes` (each later node, given the ones before it were accepted), each fitted
+twice: for drafts from the context, and for drafts from a history of earlier requests
+(``adaptive:history=true``; :data:`lookup.adaptive.SOURCES`).
 
-    data = collect(sets)                     # adaptive replayed without the models: rows per model
-    report = held_out(data["later"])         # fitted on even cases, scored on odd ones, and back
-    coefficients, intercept = fit(data["first"])  # on every case: what lookup/first_token.py ships
+    data = collect(sets)                     # adaptive replayed without the models: rows per source and model
+    report = held_out(data["history"]["later"])   # fitted on even cases, scored on odd ones, and back
+    coefficients, intercept = fit(data["context"]["first"])  # on every case: what lookup/first_token.py ships
 
-``python experiments/traces.py fit-acceptance`` runs all three for both models and prints them.
+Rows for drafts from the context come from each case replayed on its own (as ``adaptive`` drafts
+without a history); rows for drafts from the history, from the benchmark served as one stream of
+requests by ``adaptive:history=true`` (each case has earlier cases as its history, as
+``--stream`` replays do). ``python experiments/traces.py fit-acceptance`` runs all three for every
+model and source and prints them.
 """
 
 from __future__ import annotations
@@ -18,12 +24,12 @@ from typing import Sequence
 
 import numpy as np
 
-from experiments.benchmarks.traces import TraceSet
+from experiments.benchmarks.traces import TraceSet, in_order
 from experiments.running.hindsight import TraceWrapper, accepted_path, rank_auc
 from experiments.running.oracle import sequence_of
 from experiments.running.replay import replay_case
 from lookup import first_token, later_nodes
-from lookup.adaptive import AdaptiveDrafter
+from lookup.adaptive import SOURCES, AdaptiveDrafter
 from lookup.base import Draft
 
 #: the models fitted here, by the name of their rows
@@ -42,17 +48,18 @@ class Rows:
 
 
 class _Collector(TraceWrapper):
-    """``adaptive`` (without the models) on one trace, noting the rows of each chain candidate from the
-    context: its first node, and each later node reached with every node before it accepted."""
+    """``adaptive`` (without the models) on one trace, noting the rows of each chain candidate from
+    ``source``: its first node, and each later node reached with every node before it accepted."""
 
-    def __init__(self, inner: AdaptiveDrafter, sequence: Sequence[int]) -> None:
+    def __init__(self, inner: AdaptiveDrafter, sequence: Sequence[int], source: str = SOURCES[0]) -> None:
         super().__init__(inner, sequence)
+        self.source = source
         self.rows: dict[str, list[tuple[np.ndarray, float, float]]] = {name: [] for name in MODELS}
 
     def propose(self, budget: int) -> Draft:
         inner = self.inner
         full, bucket = inner.candidate(budget)
-        if len(full) and full.is_chain and self._context < len(self.sequence):
+        if len(full) and full.is_chain and self._context < len(self.sequence) and inner.source(bucket) == self.source:
             evidence = inner.chain_evidence(full.tokens)
             if evidence is not None:
                 own = inner.acceptance(bucket)
@@ -68,27 +75,36 @@ class _Collector(TraceWrapper):
         return inner.propose(budget)
 
 
-def collect(sets: Sequence[TraceSet], progress=None) -> dict[str, Rows]:
+def collect(sets: Sequence[TraceSet], progress=None) -> dict[str, dict[str, Rows]]:
     """Replay ``adaptive`` (default base, without the models) on every case of ``sets``, each priced by
-    its set's profile, and collect each model's rows (keys of :data:`MODELS`)."""
-    found: dict[str, list] = {name: [] for name in MODELS}
-    index = 0
-    for trace_set in sets:
-        for case in trace_set.cases:
-            drafter = _Collector(AdaptiveDrafter(profile=trace_set.profile, first_token_model=False, chain_model=False),
-                                 sequence_of(case))
-            replay_case(case, drafter, trace_set.profile)
-            for name, rows in drafter.rows.items():
-                found[name] += [(x, y, own, index) for x, y, own in rows]
-            index += 1
-            if progress is not None:
-                progress()
-    out = {}
-    for name, rows in found.items():
-        width = len(MODELS[name].FEATURES)
-        x, y, own, case = zip(*rows) if rows else ((), (), (), ())
-        out[name] = Rows(np.array(x).reshape(-1, width), np.array(y), np.array(own), np.array(case, dtype=np.int64))
-    return out
+    its set's profile, and collect each model's rows per source (``out[source][model]``, keys of
+    :data:`lookup.adaptive.SOURCES` and :data:`MODELS`): drafts from the context with each case on its
+    own, drafts from the history with the cases served as one stream (``history=True``). ``progress``
+    is called once per case replayed (twice per case in all)."""
+    found: dict[str, dict[str, list]] = {source: {name: [] for name in MODELS} for source in SOURCES}
+    ordered = in_order(sets)
+    shared = AdaptiveDrafter(profile=ordered[0].profile, first_token_model=False, chain_model=False,
+                             history=True) if ordered else None
+    for source, history in zip(SOURCES, (False, True)):
+        index = 0
+        for trace_set in ordered:
+            for case in trace_set.cases:
+                inner = shared if history else AdaptiveDrafter(profile=trace_set.profile, first_token_model=False,
+                                                                chain_model=False)
+                drafter = _Collector(inner, sequence_of(case), source)
+                replay_case(case, drafter, trace_set.profile)
+                for name, rows in drafter.rows.items():
+                    found[source][name] += [(x, y, own, index) for x, y, own in rows]
+                index += 1
+                if progress is not None:
+                    progress()
+    return {source: {name: _as_rows(rows, len(MODELS[name].FEATURES)) for name, rows in by_model.items()}
+            for source, by_model in found.items()}
+
+
+def _as_rows(rows: list, width: int) -> Rows:
+    x, y, own, case = zip(*rows) if rows else ((), (), (), ())
+    return Rows(np.array(x).reshape(-1, width), np.array(y), np.array(own), np.array(case, dtype=np.int64))
 
 
 def fit(rows: Rows) -> tuple[np.ndarray, float]:

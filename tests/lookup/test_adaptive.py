@@ -220,3 +220,30 @@ def test_the_chain_model_sends_more_where_occurrences_keep_agreeing():
         drafter.reset([1, 2, 3])
         sent[occurrences] = len(drafter.propose(32))
     assert sent[8] > sent[1]
+
+
+class FromHistory(Agreeing):
+    """The same evidence, for a draft copied from earlier requests."""
+
+    def match_source(self):
+        return "history"
+
+
+def test_a_draft_from_the_history_is_judged_by_the_history_fit():
+    from lookup import first_token, later_nodes
+
+    drafter = AdaptiveDrafter(base=FromHistory([7, 8, 9, 10]))
+    drafter.reset([1, 2, 3])
+    full, bucket = drafter.candidate(32)
+    assert drafter.source(bucket) == "history" and AdaptiveDrafter.source(0) == "context"
+    own = drafter.acceptance(bucket)[:4]
+    chain = drafter.chain_acceptance(bucket, 4, full.tokens)
+    coefficients, intercept = first_token.FITS["history"]
+    assert chain[0] == pytest.approx(first_token.probability(first_token.features(3, own[0], 4, 0.75),
+                                                             coefficients, intercept))
+    support, agree = np.array([4, 3, 3, 3]), np.array([3, 3, 3, 3])
+    assert chain[1:] == pytest.approx(later_nodes.probabilities(3, support, agree, *later_nodes.FITS["history"]))
+    # the fits differ: the same evidence from the context is judged otherwise
+    context = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]))
+    context.reset([1, 2, 3])
+    assert not np.allclose(context.chain_acceptance(context.candidate(32)[1], 4, full.tokens), chain)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lookup
@@ -79,6 +79,34 @@ def test_a_full_history_drops_its_oldest_requests(earlier, budget, current):
     assert history.requests == len(kept)
     history.restart(current)
     check_match(history, kept, current)
+
+
+@settings(max_examples=150, deadline=None)
+@given(earlier=requests, current=st.lists(st.integers(0, 3), min_size=1, max_size=30),
+       occurrences=st.integers(1, 6), draft=st.lists(st.integers(0, 3), min_size=1, max_size=6))
+def test_agreement_reads_the_most_recent_occurrences_each_within_its_request(earlier, current, occurrences, draft):
+    history = History(occurrences=occurrences, max_depth=1 << 30)  # every ring exact
+    for request in earlier:
+        history.add(request)
+    history.restart(current)
+    concat = [t for request in earlier for t in request]
+    stops = np.cumsum([len(r) for r in earlier if r]).tolist()
+    length = brute_longest(concat, current)
+    suffix = current[len(current) - length:]
+    ends = [e for e in range(len(concat) - 1, -1, -1)
+            if length and e + 1 >= length and concat[e + 1 - length:e + 1] == suffix][:occurrences]
+    support, agree = np.full(len(draft), -1), np.full(len(draft), -1)
+    assert history.agreement(np.array(draft, dtype=np.int64), support, agree) == len(ends)
+    want_support, want_agree = [0] * len(draft), [0] * len(draft)
+    for e in ends:
+        stop = next(s for s in stops if s > e)  # the end of the request the occurrence is in
+        after = concat[e + 1:stop]
+        for d in range(min(len(after), len(draft))):
+            if after[:d] != draft[:d]:
+                break
+            want_support[d] += 1
+            want_agree[d] += after[d] == draft[d]
+    assert (support.tolist(), agree.tolist()) == (want_support, want_agree)
 
 
 def test_history_rejects_a_budget_below_one():

@@ -285,12 +285,18 @@ def test_chain_agreement_grows_its_scratch_for_drafts_longer_than_max_tokens():
         d.sam.agreement(np.array(draft), np.zeros(2, dtype=np.int64), np.zeros(5, dtype=np.int64))
 
 
-def test_chain_agreement_is_none_for_a_draft_from_the_history():
+def test_chain_agreement_reads_the_history_for_a_draft_from_the_history():
     d = SuffixAutomatonDrafter(history=True, occurrences=4)
     d.reset([5])
     d.extend([6, 7, 8, 9])  # this request's output goes to the history
+    d.reset([5])
+    d.extend([6, 7, 4])  # and this one's
     d.reset([1, 2, 5, 6, 7])  # the history's "6 7" is a longer match than the context's (none)
-    assert d.match_source() == "history" and d.chain_agreement(np.array([8])) is None
+    assert d.match_source() == "history" and d.propose(4).tokens.tolist() == [4]
+    # (support, agree): the most recent occurrence ends its request after "4", never running on into
+    # the next request; the older one goes on with "8 9"
+    assert [a.tolist() for a in d.chain_agreement(np.array([4, 1]))] == [[2, 0], [1, 0]]
+    assert [a.tolist() for a in d.chain_agreement(np.array([8, 9]))] == [[2, 1], [1, 1]]
     d.extend([3, 1, 2])  # now the context's "1 2" is the longer match
     assert d.match_source() == "context"
     assert [a.tolist() for a in d.chain_agreement(np.array([5, 6]))] == [[1, 1], [1, 1]]

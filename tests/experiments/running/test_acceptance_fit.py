@@ -9,7 +9,7 @@ import numpy as np
 from experiments.benchmarks.traces import TraceCase, TraceSet, append_case
 from experiments.running.acceptance_fit import MODELS, _Collector, collect, fit, held_out
 from lookup import first_token, later_nodes
-from lookup.adaptive import AdaptiveDrafter
+from lookup.adaptive import SOURCES, AdaptiveDrafter
 from lookup.base import Draft, Drafter
 from lookup.cost import CPU_SMOLLM2
 
@@ -28,8 +28,12 @@ def toy_cases(n: int, seed: int = 0) -> list[TraceCase]:
 def test_the_rows_are_adaptives_drafts_with_their_outcome():
     cases = toy_cases(4)
     data = collect([TraceSet(Path("toy.jsonl.gz"), "toy", cases, CPU_SMOLLM2)])
-    assert set(data) == set(MODELS)
-    first, later = data["first"], data["later"]
+    assert set(data) == set(SOURCES) and all(set(by_model) == set(MODELS) for by_model in data.values())
+    # served as a stream, later cases copy the motif from earlier ones: drafts from the history
+    history = data["history"]
+    assert len(history["first"].y) > 10 and sorted(set(history["first"].case.tolist())) == [1, 2, 3]
+    assert history["later"].x.shape == (len(history["later"].y), len(later_nodes.FEATURES))
+    first, later = data["context"]["first"], data["context"]["later"]
     assert first.x.shape == (len(first.y), len(first_token.FEATURES)) and len(first.y) > 50
     assert later.x.shape == (len(later.y), len(later_nodes.FEATURES)) and len(later.y) > 50
     for rows in (first, later):
@@ -87,8 +91,9 @@ def test_the_fit_command_prints_a_fit_and_refuses_too_little(tmp_path, capsys):
         append_case(tmp_path / "toy-n4.jsonl.gz", case)
     assert traces.main(["fit-acceptance", "--traces", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert out.count("COEFFICIENTS = np.array([") == 2 and "INTERCEPT = " in out and "even cases" in out
-    assert "lookup/first_token.py" in out and "lookup/later_nodes.py" in out
+    assert out.count("COEFFICIENTS = np.array([") == 4 and out.count("HISTORY_INTERCEPT = ") == 2
+    assert "lookup/first_token.py, drafts from the context" in out and "even cases" in out
+    assert "lookup/later_nodes.py, drafts from the history (the cases served as one stream)" in out
     assert traces.main(["fit-first-token", "--traces", str(tmp_path)]) == 0  # the former name
     empty = tmp_path / "empty"
     empty.mkdir()
