@@ -267,10 +267,12 @@ class AdaptiveDrafter(Drafter):
             return estimate
         estimate = estimate.copy()
         source = self.source(bucket)  # each source has its own fit
+        context = self.context_evidence(chain[: len(estimate)]) if source != SOURCES[0] else None
         if self.first_token_model:
-            estimate[0] = first_token.first_probability(*self.first_token_inputs(evidence, float(estimate[0])), source)
+            inputs = self.first_token_inputs(evidence, float(estimate[0]), context)
+            estimate[0] = first_token.first_probability(*inputs, source=source)
         if self.chain_model and len(estimate) > 1:
-            estimate[1:] = later_nodes.probabilities(*evidence, *later_nodes.FITS[source])
+            estimate[1:] = later_nodes.probabilities(*evidence, context, *later_nodes.FITS[source])
         return estimate
 
     def chain_evidence(self, chain: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
@@ -284,15 +286,27 @@ class AdaptiveDrafter(Drafter):
         found = self.base.chain_agreement(chain)
         return None if found is None else (self.base.match_length() or 0, *found)
 
+    def context_evidence(self, chain: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """For a chain from the history ([n] tokens), what the context says of it: (the context's own
+        match length, support [n], agree [n]) over the occurrences of the context's match, as the
+        wrapped drafter's ``context_agreement`` gives them (scratch arrays, valid until the next call).
+        None for a chain from the context, where the context has no match, or for a wrapped drafter
+        without that method. A query."""
+        return self.base.context_agreement(chain) if hasattr(self.base, "context_agreement") else None
+
     @staticmethod
-    def first_token_inputs(evidence: tuple[int, np.ndarray, np.ndarray],
-                           estimate: float) -> tuple[int, float, int, float]:
-        """The inputs of :mod:`lookup.first_token`'s model for a chain, from its :meth:`chain_evidence`
-        and this drafter's own ``estimate`` of P(first node accepted): (match length, estimate,
-        occurrences remembered, share of them followed by the chain's first token)."""
+    def first_token_inputs(evidence: tuple[int, np.ndarray, np.ndarray], estimate: float,
+                           context: tuple[int, np.ndarray, np.ndarray] | None = None
+                           ) -> tuple[int, float, int, float, tuple[int, int, int] | None]:
+        """The inputs of :mod:`lookup.first_token`'s model for a chain, from its :meth:`chain_evidence`,
+        this drafter's own ``estimate`` of P(first node accepted) and its :meth:`context_evidence`:
+        (match length, estimate, occurrences remembered, share of them followed by the chain's first
+        token, and (the context's match length, its occurrences, those followed by the first token) or
+        None)."""
         match_length, support, agree = evidence
         occurrences = int(support[0])
-        return match_length, estimate, occurrences, float(agree[0]) / max(occurrences, 1)
+        seen = None if context is None else (context[0], int(context[1][0]), int(context[2][0]))
+        return match_length, estimate, occurrences, float(agree[0]) / max(occurrences, 1), seen
 
     def chain_cut(self, acceptance: np.ndarray) -> int:
         """The chain length (0..n) to send now, given ``acceptance[i]`` = P(node i accepted | nodes

@@ -21,38 +21,49 @@ import math
 
 import numpy as np
 
-#: what :func:`features` returns, in order
-FEATURES = ("log(1 + match length)", "adaptive's own estimate", "occurrences remembered", "share that agree")
+#: what :func:`features` returns, in order; the last four read what the context says of a draft from
+#: the history (zero for a draft from the context, and where the context has no match)
+FEATURES = ("log(1 + match length)", "adaptive's own estimate", "occurrences remembered", "share that agree",
+            "context's occurrences", "share of them that agree", "none of them agree", "log(1 + context's match)")
 #: the fit on the shipped benchmark (hash 173c9375a857b781), by ``traces.py fit-acceptance``
-COEFFICIENTS = np.array([1.138, 1.174, 0.227, 3.497])
+COEFFICIENTS = np.array([1.138, 1.174, 0.227, 3.497, 0.0, 0.0, 0.0, 0.0])
 INTERCEPT = -5.301
 #: the same for drafts from a history of earlier requests (``adaptive:history=true``), fitted on the
 #: benchmark served as one stream of requests
-HISTORY_COEFFICIENTS = np.array([0.763, 1.271, 0.181, 3.231])
-HISTORY_INTERCEPT = -5.363
+HISTORY_COEFFICIENTS = np.array([1.005, 1.471, 0.178, 3.113, 0.036, 2.670, -0.517, -0.683])
+HISTORY_INTERCEPT = -5.412
 #: the fit per source of the draft (``lookup.adaptive.SOURCES``): (coefficients [F], intercept)
 FITS = {"context": (COEFFICIENTS, INTERCEPT), "history": (HISTORY_COEFFICIENTS, HISTORY_INTERCEPT)}
 
 
-def features(match_length: int, estimate: float, occurrences: int, agreement: float) -> np.ndarray:
+def features(match_length: int, estimate: float, occurrences: int, agreement: float,
+             context: tuple[int, int, int] | None = None) -> np.ndarray:
     """The model's inputs for one draft: the match length behind it, ``adaptive``'s own estimate of
     P(first token accepted), how many earlier occurrences of the match are remembered (at most the
-    automaton's ring, 8 by default) and the share of them followed by the draft's first token.  # [4]"""
-    return np.array(_features(match_length, estimate, occurrences, agreement), dtype=np.float64)
+    automaton's ring, 8 by default) and the share of them followed by the draft's first token; and,
+    for a draft from the history, what the context says of it: ``context`` = (the context's own match
+    length, its occurrences remembered, how many of them are followed by the draft's first token), or
+    None (a draft from the context, or no match there).  # [8]"""
+    return np.array(_features(match_length, estimate, occurrences, agreement, context), dtype=np.float64)
 
 
-def _features(match_length: int, estimate: float, occurrences: int, agreement: float) -> tuple[float, ...]:
-    return math.log1p(match_length), float(estimate), float(occurrences), float(agreement)
+def _features(match_length: int, estimate: float, occurrences: int, agreement: float,
+              context: tuple[int, int, int] | None) -> tuple[float, ...]:
+    own = math.log1p(match_length), float(estimate), float(occurrences), float(agreement)
+    if context is None:
+        return *own, 0.0, 0.0, 0.0, 0.0
+    length, seen, agreeing = context
+    return *own, float(seen), agreeing / max(seen, 1), float(seen > 0 and agreeing == 0), math.log1p(length)
 
 
 def first_probability(match_length: int, estimate: float, occurrences: int, agreement: float,
-                      source: str = "context") -> float:
+                      context: tuple[int, int, int] | None = None, source: str = "context") -> float:
     """``probability(features(...))`` with the shipped fit for drafts from ``source`` (:data:`FITS`), for
     one draft, in plain floats: the drafter calls it every step, where numpy's per-call overhead on
-    four numbers would dominate."""
+    a few numbers would dominate."""
     coefficients, intercept = FITS[source]
-    z = intercept + sum(c * f for c, f in zip(coefficients.tolist(), _features(match_length, estimate, occurrences,
-                                                                                 agreement)))
+    x = _features(match_length, estimate, occurrences, agreement, context)
+    z = intercept + sum(c * f for c, f in zip(coefficients.tolist(), x))
     return 1.0 / (1.0 + math.exp(-z))
 
 

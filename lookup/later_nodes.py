@@ -28,35 +28,48 @@ import numpy as np
 
 from lookup import first_token
 
-#: what :func:`features` returns per depth, in order
+#: what :func:`features` returns per depth, in order; the last four read what the context says of a
+#: chain from the history (zero for a chain from the context, and where the context has no match)
 FEATURES = ("log(1 + match length + depth)", "log(1 + depth)", "occurrences still following",
-            "share of them that agree", "share x occurrences", "only the draft's own occurrence")
+            "share of them that agree", "share x occurrences", "only the draft's own occurrence",
+            "context's occurrences still following", "share of them that agree", "none of them agree",
+            "log(1 + context's match + depth)")
 #: the fit on the shipped benchmark (hash 173c9375a857b781), by ``traces.py fit-acceptance``
-COEFFICIENTS = np.array([1.335, -0.072, 0.080, 4.070, 0.234, -0.304])
+COEFFICIENTS = np.array([1.335, -0.072, 0.080, 4.070, 0.234, -0.304, 0.0, 0.0, 0.0, 0.0])
 INTERCEPT = -5.011
 #: the same for drafts from a history of earlier requests (``adaptive:history=true``), fitted on the
 #: benchmark served as one stream of requests
-HISTORY_COEFFICIENTS = np.array([0.964, 0.170, 0.092, 3.500, 0.020, -0.403])
-HISTORY_INTERCEPT = -5.050
+HISTORY_COEFFICIENTS = np.array([0.994, 0.008, 0.118, 3.357, -0.002, -0.332, 0.006, 2.394, -1.494, 0.098])
+HISTORY_INTERCEPT = -4.915
 #: the fit per source of the draft (``lookup.adaptive.SOURCES``): (coefficients [F], intercept)
 FITS = {"context": (COEFFICIENTS, INTERCEPT), "history": (HISTORY_COEFFICIENTS, HISTORY_INTERCEPT)}
 
 
-def features(match_length: int, support: np.ndarray, agree: np.ndarray) -> np.ndarray:
+def features(match_length: int, support: np.ndarray, agree: np.ndarray,
+             context: tuple[int, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The model's inputs for depths 1..n-1 of a chain of n nodes copied after a match of
     ``match_length`` tokens, given ``support`` and ``agree`` ([n] each, as
-    :meth:`lookup.suffix_automaton.SuffixAutomatonDrafter.chain_agreement` gives them).  # [n-1, F]"""
+    :meth:`lookup.suffix_automaton.SuffixAutomatonDrafter.chain_agreement` gives them) and, for a chain
+    from the history, ``context`` = (the context's own match length, support [n], agree [n]) as
+    :meth:`~lookup.suffix_automaton.SuffixAutomatonDrafter.context_agreement` gives them (None: zeros).  # [n-1, F]"""
     support = np.asarray(support[1:], dtype=np.float64)  # [n-1]
     depth = np.arange(1, len(support) + 1, dtype=np.float64)  # [n-1]
     share = np.asarray(agree[1:], dtype=np.float64) / np.maximum(support, 1.0)
-    return np.column_stack([np.log1p(match_length + depth), np.log1p(depth), support, share, share * support,
-                            support == 1.0])
+    own = [np.log1p(match_length + depth), np.log1p(depth), support, share, share * support, support == 1.0]
+    if context is None:
+        return np.column_stack(own + [np.zeros_like(depth)] * 4)
+    length, seen, agreeing = context
+    seen = np.asarray(seen[1:], dtype=np.float64)  # [n-1]
+    agreeing = np.asarray(agreeing[1:], dtype=np.float64)
+    return np.column_stack(own + [seen, agreeing / np.maximum(seen, 1.0), (seen > 0) & (agreeing == 0),
+                                  np.log1p(length + depth)])
 
 
 def probabilities(match_length: int, support: np.ndarray, agree: np.ndarray,
+                  context: tuple[int, np.ndarray, np.ndarray] | None = None,
                   coefficients: np.ndarray | None = None, intercept: float | None = None) -> np.ndarray:
     """P(node d accepted | nodes before accepted) for d = 1..n-1, from :func:`features`; by default with
-    the shipped fit.  # [n-1]"""
+    the shipped fit for drafts from the context.  # [n-1]"""
     coefficients = COEFFICIENTS if coefficients is None else coefficients
     intercept = INTERCEPT if intercept is None else intercept
-    return first_token.probability(features(match_length, support, agree), coefficients, intercept)
+    return first_token.probability(features(match_length, support, agree, context), coefficients, intercept)

@@ -112,8 +112,9 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         self.occurrence = Occurrence(occurrence)
         self.length_rule = LinearLength(*length_rule) if isinstance(length_rule, tuple) else length_rule
         self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
-        # [>= draft length] scratch for chain_agreement()
-        self._support, self._agree = np.zeros(max_tokens, dtype=np.int64), np.zeros(max_tokens, dtype=np.int64)
+        # [>= draft length] scratch (support, agree) for chain_agreement() and context_agreement()
+        self._scratch = {name: (np.zeros(max_tokens, dtype=np.int64), np.zeros(max_tokens, dtype=np.int64))
+                         for name in ("own", "context")}
         self.history = History(history_tokens, occurrences) if require_bool("history", history) else None
         self._prompt_len = 0
 
@@ -160,14 +161,32 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         occurrences followed by the draft's first token). None when nothing matches. The arrays are
         this drafter's scratch, valid until the next call. A query: ``adaptive`` reads it for its
         models of acceptance (:mod:`lookup.first_token`, :mod:`lookup.later_nodes`)."""
+        return self._agreement(self.sam if self._history_match() is None else self.history, draft, "own")
+
+    def context_agreement(self, draft: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """What the context says of a draft from the history (``draft``: [n] token ids): (the context's own
+        match length, support [n], agree [n]) as :meth:`chain_agreement` counts them, over the remembered
+        occurrences of the context's longest match rather than the history's. None without a history
+        draft now, or when the context has no match. Scratch arrays, valid until the next call. A query:
+        ``adaptive``'s first-token model reads it for drafts from the history."""
+        if self._history_match() is None:
+            return None
+        found = self._agreement(self.sam, draft, "context")
+        return None if found is None else (int(self.sam.match()[1]), *found)
+
+    def _agreement(self, index: SuffixAutomaton | History, draft: np.ndarray,
+                   scratch: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """``index.agreement`` of ``draft`` into this drafter's ``scratch`` pair of arrays (grown to fit;
+        one pair per method, so that each method's answer stays valid while the other is asked):
+        (support, agree), [n] each, or None when the index has no match."""
         draft = np.ascontiguousarray(draft, dtype=np.int64)  # the one array type the kernel is compiled for
         n = len(draft)
-        if len(self._support) < n:
-            self._support, self._agree = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-        index = self.sam if self._history_match() is None else self.history
-        if index.agreement(draft, self._support, self._agree) == 0:
+        support, agree = self._scratch[scratch]
+        if len(support) < n:
+            support, agree = self._scratch[scratch] = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        if index.agreement(draft, support, agree) == 0:
             return None
-        return self._support[:n], self._agree[:n]
+        return support[:n], agree[:n]
 
     def draft_length(self, match_len: int) -> int:
         """Tokens to draft after a match of ``match_len`` tokens (before budget and context end)."""

@@ -62,15 +62,17 @@ class _Collector(TraceWrapper):
         if len(full) and full.is_chain and self._context < len(self.sequence) and inner.source(bucket) == self.source:
             evidence = inner.chain_evidence(full.tokens)
             if evidence is not None:
+                context = inner.context_evidence(full.tokens) if self.source != SOURCES[0] else None
                 own = inner.acceptance(bucket)
                 future = self.sequence[self._context :]
                 accepted = len(accepted_path(full, future))
-                self.rows["first"].append((first_token.features(*inner.first_token_inputs(evidence, float(own[0]))),
+                self.rows["first"].append((first_token.features(*inner.first_token_inputs(evidence, float(own[0]),
+                                                                                          context)),
                                            float(accepted > 0), own[0]))
                 # node d is judged where nodes 0..d-1 were all accepted (and the trace goes that far):
                 # the first miss ends the chain
                 judged = min(accepted + 1, len(full), len(future))
-                for d, x in enumerate(later_nodes.features(*evidence)[: judged - 1], start=1):
+                for d, x in enumerate(later_nodes.features(*evidence, context)[: judged - 1], start=1):
                     self.rows["later"].append((x, float(d < accepted), own[d]))
         return inner.propose(budget)
 

@@ -223,13 +223,18 @@ def test_the_chain_model_sends_more_where_occurrences_keep_agreeing():
 
 
 class FromHistory(Agreeing):
-    """The same evidence, for a draft copied from earlier requests."""
+    """The same evidence, for a draft copied from earlier requests; the context's match (2 tokens,
+    3 occurrences) is followed by the draft's first token once and by no more of it."""
 
     def match_source(self):
         return "history"
 
+    def context_agreement(self, draft):
+        n = len(draft)
+        return 2, np.array([3] + [1] * (n - 1), dtype=np.int64), np.array([1] + [0] * (n - 1), dtype=np.int64)
 
-def test_a_draft_from_the_history_is_judged_by_the_history_fit():
+
+def test_a_draft_from_the_history_is_judged_by_the_history_fit_with_what_the_context_says():
     from lookup import first_token, later_nodes
 
     drafter = AdaptiveDrafter(base=FromHistory([7, 8, 9, 10]))
@@ -239,11 +244,20 @@ def test_a_draft_from_the_history_is_judged_by_the_history_fit():
     own = drafter.acceptance(bucket)[:4]
     chain = drafter.chain_acceptance(bucket, 4, full.tokens)
     coefficients, intercept = first_token.FITS["history"]
-    assert chain[0] == pytest.approx(first_token.probability(first_token.features(3, own[0], 4, 0.75),
+    assert chain[0] == pytest.approx(first_token.probability(first_token.features(3, own[0], 4, 0.75, (2, 3, 1)),
                                                              coefficients, intercept))
     support, agree = np.array([4, 3, 3, 3]), np.array([3, 3, 3, 3])
-    assert chain[1:] == pytest.approx(later_nodes.probabilities(3, support, agree, *later_nodes.FITS["history"]))
-    # the fits differ: the same evidence from the context is judged otherwise
-    context = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]))
-    context.reset([1, 2, 3])
-    assert not np.allclose(context.chain_acceptance(context.candidate(32)[1], 4, full.tokens), chain)
+    context = (2, np.array([3, 1, 1, 1]), np.array([1, 0, 0, 0]))
+    assert chain[1:] == pytest.approx(later_nodes.probabilities(3, support, agree, context,
+                                                                *later_nodes.FITS["history"]))
+    assert first_token.features(3, own[0], 4, 0.75, (2, 3, 1))[4:] == pytest.approx([3.0, 1 / 3, 0.0, np.log(3)])
+    assert later_nodes.features(3, support, agree, context)[:, 6:] == pytest.approx(
+        np.array([[1.0, 0.0, 1.0, np.log(4 + d)] for d in range(3)]))
+    # the fits differ: the same evidence from the context is judged otherwise, and the context's own
+    # view is not asked for
+    context_drafter = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]))
+    context_drafter.reset([1, 2, 3])
+    judged = context_drafter.chain_acceptance(context_drafter.candidate(32)[1], 4, full.tokens)
+    assert not np.allclose(judged, chain)
+    assert first_token.features(3, own[0], 4, 0.75)[4:].tolist() == [0.0] * 4
+    assert later_nodes.features(3, support, agree)[:, 6:].tolist() == [[0.0] * 4] * 3

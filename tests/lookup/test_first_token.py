@@ -10,7 +10,10 @@ from lookup import first_token
 
 def test_features_and_probability_are_what_they_say():
     x = first_token.features(3, 0.4, 5, 0.6)
-    assert x.tolist() == pytest.approx([np.log(4), 0.4, 5, 0.6])
+    assert x.tolist() == pytest.approx([np.log(4), 0.4, 5, 0.6, 0, 0, 0, 0])  # nothing from the context
+    # a draft from the history: the context's match of 6 tokens has 4 occurrences, none followed by it
+    assert first_token.features(3, 0.4, 5, 0.6, (6, 4, 0))[4:] == pytest.approx([4, 0, 1, np.log(7)])
+    assert first_token.features(3, 0.4, 5, 0.6, (6, 4, 3))[4:] == pytest.approx([4, 0.75, 0, np.log(7)])
     z = first_token.INTERCEPT + x @ first_token.COEFFICIENTS
     assert first_token.probability(x) == pytest.approx(1 / (1 + np.exp(-z)))
     batch = np.stack([x, first_token.features(1, 0.2, 1, 1.0)])
@@ -48,5 +51,15 @@ def test_a_separable_set_still_gives_finite_coefficients():
 
 
 def test_the_drafters_scalar_path_is_the_model():
-    for args in [(0, 0.2, 1, 0.0), (3, 0.4, 5, 0.6), (40, 0.9, 8, 1.0)]:
-        assert first_token.first_probability(*args) == pytest.approx(float(first_token.probability(first_token.features(*args))))
+    for args in [(0, 0.2, 1, 0.0), (3, 0.4, 5, 0.6), (40, 0.9, 8, 1.0), (3, 0.4, 5, 0.6, (2, 8, 1))]:
+        for source, (coefficients, intercept) in first_token.FITS.items():
+            want = first_token.probability(first_token.features(*args), coefficients, intercept)
+            assert first_token.first_probability(*args, source=source) == pytest.approx(float(want))
+
+
+def test_a_draft_from_the_history_is_likelier_where_the_context_agrees():
+    """The history's fit reads the context's view the right way round."""
+    history = first_token.FITS["history"]
+    split = first_token.probability(first_token.features(2, 0.3, 4, 0.5, (2, 4, 1)), *history)
+    assert first_token.probability(first_token.features(2, 0.3, 4, 0.5, (2, 4, 4)), *history) > split
+    assert first_token.probability(first_token.features(2, 0.3, 4, 0.5, (2, 4, 0)), *history) < split

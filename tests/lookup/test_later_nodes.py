@@ -16,6 +16,11 @@ def test_features_per_depth_from_the_chain_agreement():
     assert x[:, 0] == pytest.approx(np.log1p(3 + depth)) and x[:, 1] == pytest.approx(np.log1p(depth))
     assert x[:, 2].tolist() == [4.0, 2.0, 1.0] and x[:, 3].tolist() == [0.5, 0.5, 1.0]
     assert x[:, 4].tolist() == [2.0, 1.0, 1.0] and x[:, 5].tolist() == [0.0, 0.0, 1.0]
+    assert not x[:, 6:].any()  # nothing from the context: a chain from the context
+    # a chain from the history: the context's match of 2 tokens, 3 occurrences still following at
+    # depth 1 (2 go on with the chain), none past it
+    seen = later_nodes.features(3, support, agree, (2, np.array([5, 3, 0, 0]), np.array([3, 2, 0, 0])))[:, 6:]
+    assert seen == pytest.approx(np.array([[3, 2 / 3, 0, np.log(4)], [0, 0, 0, np.log(5)], [0, 0, 0, np.log(6)]]))
     assert later_nodes.features(3, np.array([1]), np.array([1])).shape == (0, len(later_nodes.FEATURES))
     # no occurrence left at a depth (a draft from elsewhere): share 0, not a division by zero
     assert later_nodes.features(1, np.array([1, 0]), np.array([0, 0]))[0, 3] == 0.0
@@ -39,3 +44,12 @@ def test_agreeing_occurrences_and_longer_matches_make_a_node_likelier():
     assert at_depth_one(3, 6, 6) > at_depth_one(3, 6, 3) > at_depth_one(3, 6, 1)
     assert at_depth_one(12, 4, 2) > at_depth_one(2, 4, 2)
     assert at_depth_one(3, 8, 8) > at_depth_one(3, 1, 1)  # many agree, against the draft's own alone
+
+
+def test_a_history_node_is_likelier_where_the_context_agrees():
+    def at_depth_one(seen, agreeing):
+        context = (2, np.array([4, seen]), np.array([seen, agreeing]))
+        return float(later_nodes.probabilities(3, np.array([4, 4]), np.array([4, 2]), context,
+                                               *later_nodes.FITS["history"])[0])
+
+    assert at_depth_one(3, 3) > at_depth_one(3, 1) > at_depth_one(3, 0)

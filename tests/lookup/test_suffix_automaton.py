@@ -297,6 +297,14 @@ def test_chain_agreement_reads_the_history_for_a_draft_from_the_history():
     # the next request; the older one goes on with "8 9"
     assert [a.tolist() for a in d.chain_agreement(np.array([4, 1]))] == [[2, 0], [1, 0]]
     assert [a.tolist() for a in d.chain_agreement(np.array([8, 9]))] == [[2, 1], [1, 1]]
-    d.extend([3, 1, 2])  # now the context's "1 2" is the longer match
-    assert d.match_source() == "context"
-    assert [a.tolist() for a in d.chain_agreement(np.array([5, 6]))] == [[1, 1], [1, 1]]
+    assert d.context_agreement(np.array([4])) is None  # the context's own suffix "7" never occurred before
+    d.reset([7, 3, 9, 6, 7])  # the history's "9 6 7" (then "4") is longer than the context's "7" (then "3")
+    assert d.match_source() == "history" and d.propose(4).tokens.tolist() == [4]
+    own = d.chain_agreement(np.array([4]))
+    length, support, agree = d.context_agreement(np.array([4]))
+    assert (length, support.tolist(), agree.tolist()) == (1, [1], [0])
+    assert [a.tolist() for a in own] == [[1], [1]]  # each answer has its own scratch
+    assert d.context_agreement(np.array([3]))[2].tolist() == [1]
+    d.extend([3, 9, 6])  # now the context's "3 9 6" is the longer match
+    assert d.match_source() == "context" and d.context_agreement(np.array([7])) is None
+    assert [a.tolist() for a in d.chain_agreement(np.array([7, 3]))] == [[1, 1], [1, 1]]

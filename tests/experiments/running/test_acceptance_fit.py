@@ -40,11 +40,14 @@ def test_the_rows_are_adaptives_drafts_with_their_outcome():
         assert set(np.unique(rows.y)) == {0.0, 1.0} and rows.own.shape == rows.y.shape
         assert np.all((0 < rows.own) & (rows.own < 1))
         assert sorted(set(rows.case.tolist())) == [0, 1, 2, 3]
-    log_match, estimate, occurrences, share = first.x.T
+    log_match, estimate, occurrences, share = first.x[:, :4].T
     assert np.all(log_match >= np.log(2)) and np.all(estimate == first.own)
     assert np.all((1 <= occurrences) & (occurrences <= 8)) and np.all((0 <= share) & (share <= 1))
+    # what the context says is read for drafts from the history only
+    assert not first.x[:, 4:].any() and not later.x[:, 6:].any()
+    assert history["first"].x[:, 4].any() and history["later"].x[:, 6:].any()
     # a later node is judged only where every node before it was accepted, at depths from 1
-    log_deep, log_depth, support, share, _, alone = later.x.T
+    log_deep, log_depth, support, share, _, alone = later.x[:, :6].T
     assert np.all(log_depth >= np.log(2) - 1e-12) and np.all(log_deep > log_depth)
     assert np.all((0 <= share) & (share <= 1)) and np.all(alone == (support == 1))
     for rows, module in ((first, first_token), (later, later_nodes)):
@@ -79,7 +82,7 @@ def test_later_rows_follow_each_chain_until_its_first_miss():
     drafter.reset([1, 2, 3])
     drafter.propose(32)
     first, later = drafter.rows["first"], drafter.rows["later"]
-    assert [(x.tolist(), y) for x, y, _ in first] == [([np.log(4), first[0][2], 4.0, 1.0], 1.0)]
+    assert [(x.tolist(), y) for x, y, _ in first] == [([np.log(4), first[0][2], 4.0, 1.0, 0, 0, 0, 0], 1.0)]
     assert [y for _, y, _ in later] == [1.0, 0.0]
     assert [x.tolist() for x, _, _ in later] == later_nodes.features(3, np.full(4, 4), np.full(4, 4))[:2].tolist()
 
