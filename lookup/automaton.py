@@ -212,4 +212,5 @@ def _warm_up() -> None:
     sam.match()
     K.transition(sam.table, sam.meta, 1, 2)
     K.follow(sam.states, sam.table, sam.meta, 0, 0, np.array([3, 9, 1, 2], dtype=np.int64), 4)  # lookup.history
+    K.request_stops(np.array([0, 4], dtype=np.int64), 9, np.array([5], dtype=np.int64), 1, np.zeros(1, dtype=np.int64))
     sam.agreement(np.array([1, 2], dtype=np.int64), np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64))

@@ -352,3 +352,19 @@ def chain_agreement(tokens: np.ndarray, stops: np.ndarray, ends: np.ndarray, k: 
             support[d] += 1
         for d in range(same):
             agree[d] += 1
+
+
+@njit(cache=True)
+def request_stops(starts: np.ndarray, total: int, ends: np.ndarray, k: int, stops: np.ndarray) -> None:
+    """For a sequence of requests one after the other (request ``i`` begins at ``starts[i]``, ascending;
+    ``total`` tokens in all), write into ``stops[j]`` where the request holding position ``ends[j]``
+    stops (the next request's start, or ``total``), for ``j < k``: binary search per end."""
+    for j in range(k):
+        lo, hi = 0, len(starts)  # the first start > ends[j] lies in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if starts[mid] <= ends[j]:
+                lo = mid + 1
+            else:
+                hi = mid
+        stops[j] = starts[lo] if lo < len(starts) else total

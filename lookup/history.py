@@ -57,6 +57,7 @@ class History:
         self._stops = np.zeros(occurrences, dtype=np.int64)  # [occurrences] the same
         self._starts: list[int] = []  # start offset of each request in the index
         self._state, self._length = 0, 0
+        self._indexed()
 
     # -- the history ------------------------------------------------------------------------
     @property
@@ -78,6 +79,7 @@ class History:
             self._drop_oldest(len(request))
         self._starts.append(len(self.sam))
         self.sam.extend(request[-self.max_tokens:])
+        self._indexed()
 
     def _drop_oldest(self, incoming: int) -> None:
         """Drop the oldest requests until the newest ones and ``incoming`` tokens fit in half the budget."""
@@ -89,11 +91,18 @@ class History:
         kept = self.tokens[bounds[keep]:].copy()
         self._starts = [start - bounds[keep] for start in self._starts[keep:]]
         self.sam.reset(kept)
+        self._indexed()
+
+    def _indexed(self) -> None:
+        """The history changed: the request starts as an array (for the kernels), and no match remembered."""
+        self._start_array = np.array(self._starts, dtype=np.int64)
+        self._matched = None
 
     # -- the current request ----------------------------------------------------------------
     def restart(self, context: Sequence[int] | np.ndarray = ()) -> None:
         """A new request begins with ``context``: its match starts over."""
         self._state, self._length = 0, 0
+        self._matched = None
         self.follow(context)
 
     def follow(self, tokens: Sequence[int] | np.ndarray) -> None:
@@ -103,12 +112,18 @@ class History:
         new = _as_tokens(tokens)
         self._state, self._length = K.follow(self.sam.states, self.sam.table, self.sam.meta,
                                              self._state, self._length, new, len(new))
+        self._matched = None
 
     def match(self) -> tuple[int, int, int]:
         """(length, start, stop): the longest suffix of the current request found in the history,
         and where the tokens after its most recent occurrence are, ``tokens[start:stop]`` (up to the
         end of the request that occurrence is in). (0, 0, 0) when nothing matches or nothing follows.
         """
+        if self._matched is None:  # a drafter asks several times a step: once per change is enough
+            self._matched = self._find_match()
+        return self._matched
+
+    def _find_match(self) -> tuple[int, int, int]:
         if self._length <= 0:
             return 0, 0, 0
         end = np.empty(1, dtype=np.int64)
@@ -129,8 +144,6 @@ class History:
         if len(support) < len(draft) or len(agree) < len(draft):
             raise ValueError(f"support and agree need room for the {len(draft)} draft tokens")
         k = int(K.recent_ends(self.sam.states, self._state, len(self.sam), self._ends)) if self._length > 0 else 0
-        for j in range(k):
-            nxt = bisect.bisect_right(self._starts, int(self._ends[j]))
-            self._stops[j] = self._starts[nxt] if nxt < len(self._starts) else len(self.sam)
+        K.request_stops(self._start_array, len(self.sam), self._ends, k, self._stops)
         K.chain_agreement(self.sam.tokens, self._stops, self._ends, k, draft, support, agree)
         return k

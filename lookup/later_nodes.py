@@ -54,15 +54,20 @@ def features(match_length: int, support: np.ndarray, agree: np.ndarray,
     :meth:`~lookup.suffix_automaton.SuffixAutomatonDrafter.context_agreement` gives them (None: zeros).  # [n-1, F]"""
     support = np.asarray(support[1:], dtype=np.float64)  # [n-1]
     depth = np.arange(1, len(support) + 1, dtype=np.float64)  # [n-1]
-    share = np.asarray(agree[1:], dtype=np.float64) / np.maximum(support, 1.0)
-    own = [np.log1p(match_length + depth), np.log1p(depth), support, share, share * support, support == 1.0]
-    if context is None:
-        return np.column_stack(own + [np.zeros_like(depth)] * 4)
-    length, seen, agreeing = context
-    seen = np.asarray(seen[1:], dtype=np.float64)  # [n-1]
-    agreeing = np.asarray(agreeing[1:], dtype=np.float64)
-    return np.column_stack(own + [seen, agreeing / np.maximum(seen, 1.0), (seen > 0) & (agreeing == 0),
-                                  np.log1p(length + depth)])
+    x = np.zeros((len(support), len(FEATURES)))  # filled column by column: the drafter calls this every step
+    x[:, 0] = np.log1p(match_length + depth)
+    x[:, 1] = np.log1p(depth)
+    x[:, 2] = support
+    x[:, 3] = np.asarray(agree[1:], dtype=np.float64) / np.maximum(support, 1.0)
+    x[:, 4] = x[:, 3] * support
+    x[:, 5] = support == 1.0
+    if context is not None:
+        length, seen, agreeing = context
+        x[:, 6] = seen[1:]
+        x[:, 7] = np.asarray(agreeing[1:], dtype=np.float64) / np.maximum(x[:, 6], 1.0)
+        x[:, 8] = (x[:, 6] > 0) & (x[:, 7] == 0)
+        x[:, 9] = np.log1p(length + depth)
+    return x
 
 
 def probabilities(match_length: int, support: np.ndarray, agree: np.ndarray,

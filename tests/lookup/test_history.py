@@ -44,6 +44,7 @@ def check_match(history: History, kept: list[list[int]], current: list[int]) -> 
 requests = st.lists(st.lists(st.integers(0, 3), min_size=0, max_size=25), max_size=6)
 
 
+@settings(deadline=None)  # the first example may compile the automaton's kernels (a fresh numba cache)
 @given(earlier=requests, current=st.lists(st.integers(0, 3), max_size=30),
        cuts=st.lists(st.integers(0, 30), max_size=5))
 def test_the_match_is_the_longest_suffix_found_in_earlier_requests(earlier, current, cuts):
