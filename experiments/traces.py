@@ -6,6 +6,7 @@
     python experiments/traces.py replay --drafters suffix-automaton,unfold [--traces DIR]
     python experiments/traces.py verify [--cases 10] [--traces DIR]   # are these traces this model's, here?
     python experiments/traces.py explain --drafters adaptive,voting      # where they lose time to the oracle
+    python experiments/traces.py explain --profile FILE                 # ... priced by another machine's profile
     python experiments/traces.py fit-acceptance [--traces DIR]          # fit adaptive's models of acceptance
 
 Traces live under ``$PLD_LAB_CACHE/traces/<model>/`` beside the cost profile of the model that
@@ -80,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--plot", default="results/oracle_gap.png", help="where to draw the plot ('' for none)")
     exp.add_argument("--stream", action="store_true",
                      help="one stream of requests: drafters that keep a history across requests learn from earlier cases")
+    exp.add_argument("--profile", default=None, metavar="FILE",
+                     help="price every case by this cost profile (a JSON file, as `traces.py profile` keeps one per "
+                          "machine under the cache's profiles/ folder) instead of the benchmark's reference: the "
+                          "drafters and the oracle as they would fare on that machine")
     exp.add_argument("--hindsight", default="",
                      help="also each drafter with hindsight of the answer, per mode: gate (no draft whose first token "
                           "is wrong), trim (only the accepted part), cut (the best prefix of it): ceilings, not drafters; "
@@ -128,14 +133,16 @@ def cmd_explain(args) -> int:
     for mode in modes:
         parse_hindsight_mode(mode)  # a typo fails before any replay
     runs = [(spec, None) for spec in specs] + [(spec, mode) for spec in specs for mode in modes]
+    profile = read_profile(args.profile) if args.profile else None
     losses = {}
     total = len(runs) * sum(len(s.cases) for s in sets)
     with tqdm(total=total, desc="explain", unit="case") as bar:
         for spec, mode in runs:
             label = spec if mode is None else f"{spec} [hindsight: {mode}]"
-            losses[label] = explain(sets, spec, progress=bar.update, stream=args.stream, hindsight=mode)
+            losses[label] = explain(sets, spec, profile, progress=bar.update, stream=args.stream, hindsight=mode)
+    priced = (profile or sets[0].profile).model + (f", profile {args.profile}" if profile else "")
     for spec, by_group in losses.items():
-        print(f"\n{spec}: the gap to the cost-aware oracle, by part (decoding phase, {sets[0].profile.model})")
+        print(f"\n{spec}: the gap to the cost-aware oracle, by part (decoding phase, {priced})")
         print(loss_table(by_group))
     print("\nmissed: no draft where the oracle drafted; wrong: nothing accepted though a correct run existed; "
           "short/long: accepted less/more than the oracle's best cut, or rejected draft tokens (long); "
@@ -147,6 +154,16 @@ def cmd_explain(args) -> int:
             plot = Path(args.plot)
             print(f"plot: {write_signal_plot(curves, plot.with_name(plot.stem + '_signal' + plot.suffix))}")
     return 0
+
+
+def read_profile(path: str) -> CostProfile:
+    """A cost profile saved as JSON; PLDError, with the reason, when the file is missing or not one."""
+    try:
+        return CostProfile.load(path)
+    except FileNotFoundError:
+        raise PLDError(f"--profile: no file {path} (`traces.py profile` measures and keeps this machine's)") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise PLDError(f"--profile: {path} is not a cost profile ({type(err).__name__}: {err})") from None
 
 
 def signal_curves(runs: list[tuple[str, str | None]], losses: dict) -> dict[str, list[tuple[float, float]]]:

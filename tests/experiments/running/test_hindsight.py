@@ -197,3 +197,36 @@ def test_the_explain_command_sweeps_signals_into_a_table_and_a_curve(tmp_path, c
     assert plot.exists() and (tmp_path / "gap_signal.png").exists()
     assert traces.main([*args, "--hindsight", "signal:0.3"]) == 2  # a user mistake: one line, no traceback
     assert "signal:AUC" in capsys.readouterr().err
+
+
+def test_the_explain_command_prices_by_another_profile(tmp_path, capsys):
+    """``--profile FILE``: the drafters and the oracle as they fare under another machine's costs; a
+    missing or malformed file is one line of error."""
+    from experiments import traces
+    from experiments.benchmarks.traces import append_case
+    from lookup.cost import CostProfile
+
+    rng = np.random.default_rng(6)
+    motif = rng.integers(0, 9, 10).tolist()
+    for i in range(2):
+        seq = [t if rng.random() > 0.1 else int(rng.integers(0, 9)) for _ in range(8) for t in motif]
+        append_case(tmp_path / "toy-n2.jsonl.gz", TraceCase(f"toy/{i}", "toy", 1, seq[:30], seq[30:], [], "toy", 16,
+                                                            [], 50))
+    flat = tmp_path / "flat.json"
+    CostProfile.flat(name="flat-test").save(flat)
+    args = ["explain", "--traces", str(tmp_path), "--plot", "", "--drafters", "adaptive"]
+    assert traces.main(args) == 0
+    reference = capsys.readouterr().out
+    assert traces.main([*args, "--profile", str(flat)]) == 0
+    priced = capsys.readouterr().out
+    assert f"flat-test, profile {flat}" in priced and "flat-test" not in reference
+
+    def oracle(out):  # the (all) row's oracle column
+        return next(line.split()[3] for line in out.splitlines() if line.startswith("(all)"))
+
+    assert oracle(priced) != oracle(reference)  # a free forward makes every copy worth more
+    assert traces.main([*args, "--profile", str(tmp_path / "none.json")]) == 2
+    assert "no file" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("{}")
+    assert traces.main([*args, "--profile", str(tmp_path / "bad.json")]) == 2
+    assert "is not a cost profile" in capsys.readouterr().err
