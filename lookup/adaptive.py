@@ -27,7 +27,10 @@ estimates than the statistics above: :mod:`lookup.first_token` for the first nod
 (``first_token_model=True``, the default) combines the estimate above with the match length, the
 number of occurrences and the share of them that agree; :mod:`lookup.later_nodes` for the later
 ones (``chain_model=True``, the default) reads how many occurrences still follow the chain at each
-depth and whether they go on with its token.
+depth and whether they go on with its token. Each model has a fit per source: a chain from the
+history is judged by fits made on the benchmark served as one stream, which also read what the
+context's own match says of it (a ``context_agreement(tokens)`` method, as ``suffix-automaton``
+with a history has).
 
 Planning a chain. With ``chain_model`` the length of a chain is planned over the forwards that
 follow (:func:`lookup.policy.plan_chain`) instead of judged by this forward alone: nodes not sent

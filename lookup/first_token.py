@@ -8,11 +8,18 @@ way, whatever its length. A logistic model puts the four together:
 
     P(first token accepted) = sigmoid(INTERCEPT + COEFFICIENTS . features(...))
 
+A draft copied from a history of earlier requests (``adaptive:history=true``) has a fit of its own
+(:data:`FITS`), and four inputs more: what the current context says of it, i.e. how many earlier
+occurrences the context's own (shorter) match has and whether they are followed by the draft's
+first token. For a draft from the context those four are zero.
+
 Fitting it is ``python experiments/traces.py fit-acceptance``: it replays ``adaptive`` without
-the model on the shipped benchmark, collects these features and whether the first draft token was
-accepted at every step, and fits them (:func:`fit_logistic`). The numbers below are its fit on all
-400 cases; fitted on half the cases, the model ranks first-token acceptance on the other half with
-an AUC of 0.81-0.83, against 0.75 for ``adaptive``'s own estimate (``docs/oracle-gap.md``).
+the model on the shipped benchmark (each case on its own for drafts from the context, the cases as
+one stream for drafts from the history), collects these features and whether the first draft
+token was accepted at every step, and fits them (:func:`fit_logistic`). The numbers below are its
+fits on all 400 cases; fitted on half the cases, the model ranks first-token acceptance on the
+other half with an AUC of 0.81-0.83 for drafts from the context (0.75 for ``adaptive``'s own
+estimate), and 0.80 for drafts from the history (0.61-0.64) (``docs/oracle-gap.md``).
 """
 
 from __future__ import annotations

@@ -13,13 +13,18 @@ Its estimates are calibrated where adaptive's are not, but judged one forward at
 send long chains after short matches, which lose (``docs/oracle-gap.md``): ``adaptive`` uses them
 with :func:`lookup.policy.plan_chain`, which plans a chain over several forwards.
 
+A chain copied from a history of earlier requests (``adaptive:history=true``) has a fit of its own
+(:data:`FITS`), with four inputs more per depth: how many occurrences of the context's own match
+still follow the chain there, and whether they go on with its token (zero for a chain from the
+context).
+
 Fitting it is ``python experiments/traces.py fit-acceptance``, which fits both models of
-``adaptive``: it replays ``adaptive`` without them on the shipped benchmark and collects, for
-every node of every candidate chain reached with all nodes before it accepted, these features and
-whether the node was accepted. The numbers below are its fit on all 400 cases, for ``adaptive``'s
-default base, which copies from the most recent occurrence (its draft's own occurrence is then
-always among those counted); a base that copies from elsewhere gets estimates fitted on another
-kind of draft.
+``adaptive``: it replays ``adaptive`` without them on the shipped benchmark (each case on its own,
+and the cases as one stream for chains from the history) and collects, for every node of every
+candidate chain reached with all nodes before it accepted, these features and whether the node
+was accepted. The numbers below are its fits on all 400 cases, for ``adaptive``'s default base,
+which copies from the most recent occurrence (its draft's own occurrence is then always among
+those counted); a base that copies from elsewhere gets estimates fitted on another kind of draft.
 """
 
 from __future__ import annotations

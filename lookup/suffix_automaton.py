@@ -89,6 +89,8 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         history_tokens: tokens of history kept (the oldest requests go first).
         occurrences: earlier occurrences the automaton remembers per match (the most recent ones),
             for :meth:`chain_agreement`; the draft always copies from the most recent or the earliest.
+            The history remembers as many per match. Each state's row is padded to 8 int32 columns:
+            1-2 occurrences fit in 8, 3-10 take 16 (``adaptive``'s default base remembers 8).
     """
 
     def __init__(
