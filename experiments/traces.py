@@ -125,6 +125,7 @@ def cmd_replay(args) -> int:
 
 
 def cmd_explain(args) -> int:
+    profile = read_profile(args.profile) if args.profile else None  # a typo fails before the traces load
     sets = load_trace_sets(args.traces)
     specs = parse_list(args.drafters)
     if not specs:
@@ -133,7 +134,6 @@ def cmd_explain(args) -> int:
     for mode in modes:
         parse_hindsight_mode(mode)  # a typo fails before any replay
     runs = [(spec, None) for spec in specs] + [(spec, mode) for spec in specs for mode in modes]
-    profile = read_profile(args.profile) if args.profile else None
     losses = {}
     total = len(runs) * sum(len(s.cases) for s in sets)
     with tqdm(total=total, desc="explain", unit="case") as bar:
@@ -162,6 +162,8 @@ def read_profile(path: str) -> CostProfile:
         return CostProfile.load(path)
     except FileNotFoundError:
         raise PLDError(f"--profile: no file {path} (`traces.py profile` measures and keeps this machine's)") from None
+    except OSError as err:
+        raise PLDError(f"--profile: cannot read {path} ({err.strerror or err})") from None
     except (ValueError, KeyError, TypeError) as err:
         raise PLDError(f"--profile: {path} is not a cost profile ({type(err).__name__}: {err})") from None
 

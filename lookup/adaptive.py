@@ -275,15 +275,17 @@ class AdaptiveDrafter(Drafter):
             inputs = self.first_token_inputs(evidence, float(estimate[0]), context)
             estimate[0] = first_token.first_probability(*inputs, source=source)
         if self.chain_model and len(estimate) > 1:
-            estimate[1:] = later_nodes.probabilities(*evidence, context, *later_nodes.FITS[source])
+            coefficients, intercept = later_nodes.FITS[source]
+            estimate[1:] = later_nodes.probabilities(*evidence, context, coefficients=coefficients, intercept=intercept)
         return estimate
 
     def chain_evidence(self, chain: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
         """How the wrapped drafter's match's earlier occurrences agree with ``chain`` ([n] tokens):
         (match length, support [n], agree [n]) as its ``chain_agreement`` gives them (scratch arrays,
-        valid until the next call). None where it reports none (no ``chain_agreement`` method, or a
-        draft from the history). A query; the fit (``experiments/running/acceptance_fit.py``) reads
-        the same evidence."""
+        valid until the next call), over the occurrences of the match the chain is copied after: in
+        the context, or in the history for a chain from there. None where it reports none (no
+        ``chain_agreement`` method, or no match). A query; the fit
+        (``experiments/running/acceptance_fit.py``) reads the same evidence."""
         if not hasattr(self.base, "chain_agreement"):
             return None
         found = self.base.chain_agreement(chain)

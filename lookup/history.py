@@ -25,7 +25,6 @@ The idea follows SuffixDecoding's global suffix tree over earlier responses (arc
 
 from __future__ import annotations
 
-import bisect
 from typing import Sequence
 
 import numpy as np
@@ -45,7 +44,8 @@ class History:
             requests are dropped (until at most half of it is left) and the index is rebuilt.
         occurrences: earlier occurrences remembered per match (the most recent ones), for
             :meth:`agreement`.
-        max_depth: see :class:`lookup.automaton.SuffixAutomaton`.
+        max_depth: see :class:`lookup.automaton.SuffixAutomaton` (``suffix-automaton`` leaves the
+            history at this default, 16, whatever its own automaton's).
     """
 
     def __init__(self, max_tokens: int = DEFAULT_MAX_TOKENS, occurrences: int = 1, max_depth: int = 16) -> None:
@@ -71,7 +71,8 @@ class History:
         return len(self._starts)
 
     def add(self, request: Sequence[int] | np.ndarray) -> None:
-        """A request is over: its tokens (what the caller keeps of it: the drafters keep its output) join the history."""
+        """A request is over: its tokens (what the caller keeps of it: the drafters keep its output) join the
+        history. The current request's match is forgotten until :meth:`restart` (the next request's)."""
         request = _as_tokens(request)
         if not len(request):
             return
@@ -79,6 +80,9 @@ class History:
             self._drop_oldest(len(request))
         self._starts.append(len(self.sam))
         self.sam.extend(request[-self.max_tokens:])
+        # the index changed under the current request's match (its states may be split or rebuilt):
+        # forgotten until the next restart, which the drafters call right after adding
+        self._state, self._length = 0, 0
         self._indexed()
 
     def _drop_oldest(self, incoming: int) -> None:
@@ -126,13 +130,12 @@ class History:
     def _find_match(self) -> tuple[int, int, int]:
         if self._length <= 0:
             return 0, 0, 0
-        end = np.empty(1, dtype=np.int64)
+        end, stop = np.empty(1, dtype=np.int64), np.empty(1, dtype=np.int64)
         if not K.recent_ends(self.sam.states, self._state, len(self.sam), end):
             end[0] = self.sam.states[self._state, K.FIRST]
+        K.request_stops(self._start_array, len(self.sam), end, 1, stop)
         start = int(end[0]) + 1
-        nxt = bisect.bisect_right(self._starts, int(end[0]))
-        stop = self._starts[nxt] if nxt < len(self._starts) else len(self.sam)
-        return (self._length, start, stop) if start < stop else (0, 0, 0)
+        return (self._length, start, int(stop[0])) if start < stop[0] else (0, 0, 0)
 
     def agreement(self, draft: np.ndarray, support: np.ndarray, agree: np.ndarray) -> int:
         """How the remembered occurrences of the current match continue (the most recent first, as
@@ -143,6 +146,7 @@ class History:
         occurrences were read (0 when nothing matches)."""
         if len(support) < len(draft) or len(agree) < len(draft):
             raise ValueError(f"support and agree need room for the {len(draft)} draft tokens")
+        draft = _as_tokens(draft)  # the one array type the kernel is compiled for
         k = int(K.recent_ends(self.sam.states, self._state, len(self.sam), self._ends)) if self._length > 0 else 0
         K.request_stops(self._start_array, len(self.sam), self._ends, k, self._stops)
         K.chain_agreement(self.sam.tokens, self._stops, self._ends, k, draft, support, agree)

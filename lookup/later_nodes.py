@@ -76,7 +76,7 @@ def features(match_length: int, support: np.ndarray, agree: np.ndarray,
 
 
 def probabilities(match_length: int, support: np.ndarray, agree: np.ndarray,
-                  context: tuple[int, np.ndarray, np.ndarray] | None = None,
+                  context: tuple[int, np.ndarray, np.ndarray] | None = None, *,
                   coefficients: np.ndarray | None = None, intercept: float | None = None) -> np.ndarray:
     """P(node d accepted | nodes before accepted) for d = 1..n-1, from :func:`features`; by default with
     the shipped fit for drafts from the context.  # [n-1]"""

@@ -85,6 +85,8 @@ def collect(sets: Sequence[TraceSet], progress=None) -> dict[str, dict[str, Rows
     is called once per case replayed (twice per case in all)."""
     found: dict[str, dict[str, list]] = {source: {name: [] for name in MODELS} for source in SOURCES}
     ordered = in_order(sets)
+    # the stream's one drafter is priced by the first set's profile, each case by its own set's, as
+    # explain's and replay's streams do (a benchmark has one profile)
     shared = AdaptiveDrafter(profile=ordered[0].profile, first_token_model=False, chain_model=False,
                              history=True) if ordered else None
     for source, history in zip(SOURCES, (False, True)):

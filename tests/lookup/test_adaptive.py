@@ -234,6 +234,19 @@ class FromHistory(Agreeing):
         return 2, np.array([3] + [1] * (n - 1), dtype=np.int64), np.array([1] + [0] * (n - 1), dtype=np.int64)
 
 
+class InContext(FromHistory):
+    """The same, for a draft from the context: what the context says of it must not be asked."""
+
+    context_asked = 0
+
+    def match_source(self):
+        return "context"
+
+    def context_agreement(self, draft):
+        self.context_asked += 1
+        return super().context_agreement(draft)
+
+
 def test_a_draft_from_the_history_is_judged_by_the_history_fit_with_what_the_context_says():
     from lookup import first_token, later_nodes
 
@@ -248,16 +261,17 @@ def test_a_draft_from_the_history_is_judged_by_the_history_fit_with_what_the_con
                                                              coefficients, intercept))
     support, agree = np.array([4, 3, 3, 3]), np.array([3, 3, 3, 3])
     context = (2, np.array([3, 1, 1, 1]), np.array([1, 0, 0, 0]))
-    assert chain[1:] == pytest.approx(later_nodes.probabilities(3, support, agree, context,
-                                                                *later_nodes.FITS["history"]))
+    coefficients, intercept = later_nodes.FITS["history"]
+    assert chain[1:] == pytest.approx(later_nodes.probabilities(3, support, agree, context, coefficients=coefficients,
+                                                                intercept=intercept))
     assert first_token.features(3, own[0], 4, 0.75, (2, 3, 1))[4:] == pytest.approx([3.0, 1 / 3, 0.0, np.log(3)])
     assert later_nodes.features(3, support, agree, context)[:, 6:] == pytest.approx(
         np.array([[1.0, 0.0, 1.0, np.log(4 + d)] for d in range(3)]))
     # the fits differ: the same evidence from the context is judged otherwise, and the context's own
     # view is not asked for
-    context_drafter = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]))
+    context_drafter = AdaptiveDrafter(base=InContext([7, 8, 9, 10]))
     context_drafter.reset([1, 2, 3])
     judged = context_drafter.chain_acceptance(context_drafter.candidate(32)[1], 4, full.tokens)
-    assert not np.allclose(judged, chain)
+    assert not np.allclose(judged, chain) and context_drafter.base.context_asked == 0
     assert first_token.features(3, own[0], 4, 0.75)[4:].tolist() == [0.0] * 4
     assert later_nodes.features(3, support, agree)[:, 6:].tolist() == [[0.0] * 4] * 3

@@ -110,6 +110,22 @@ def test_agreement_reads_the_most_recent_occurrences_each_within_its_request(ear
     assert (support.tolist(), agree.tolist()) == (want_support, want_agree)
 
 
+def test_adding_a_request_forgets_the_current_match_until_a_restart():
+    history = History(max_tokens=8)
+    history.add([1, 2, 3, 4])
+    history.restart([9, 2, 3])
+    assert history.match() == (2, 3, 4)
+    history.add([5, 6, 7, 8, 1])  # past the budget: the oldest request goes, the index is rebuilt
+    support, agree = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    assert history.match() == (0, 0, 0) and history.agreement(np.array([4]), support, agree) == 0
+    history.restart([6, 7])
+    assert history.match() == (2, 3, 5)
+    history.add([6, 7, 2])  # no drop: still forgotten, not stale
+    assert history.match() == (0, 0, 0)
+    history.restart([6, 7])
+    assert history.match() == (2, 7, 8)  # the most recent occurrence now, then the end of its request
+
+
 def test_history_rejects_a_budget_below_one():
     with pytest.raises(ValueError):
         History(max_tokens=0)

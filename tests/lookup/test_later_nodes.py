@@ -49,7 +49,8 @@ def test_agreeing_occurrences_and_longer_matches_make_a_node_likelier():
 def test_a_history_node_is_likelier_where_the_context_agrees():
     def at_depth_one(seen, agreeing):
         context = (2, np.array([4, seen]), np.array([seen, agreeing]))
+        coefficients, intercept = later_nodes.FITS["history"]
         return float(later_nodes.probabilities(3, np.array([4, 4]), np.array([4, 2]), context,
-                                               *later_nodes.FITS["history"])[0])
+                                               coefficients=coefficients, intercept=intercept)[0])
 
     assert at_depth_one(3, 3) > at_depth_one(3, 1) > at_depth_one(3, 0)
