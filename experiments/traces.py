@@ -188,12 +188,12 @@ def cmd_fit_acceptance(args) -> int:
     if len(first) < 2 or first.min() == first.max():
         raise PLDError(f"too few drafts to fit ({len(first)} rows, all alike): record more traces")
     print(f"{len(first)} drafts from the context, first token accepted in {100 * first.mean():.1f}%")
-    for source, by_model in data.items():
-        for name, module in acceptance_fit.MODELS.items():
-            rows = by_model[name]
+    for fit, by_model in data.items():
+        prefix, drafts = acceptance_fit.FIT_NAMES[fit]
+        for name, rows in by_model.items():
+            module = acceptance_fit.MODELS[name]
             path = f"lookup/{module.__name__.rsplit('.', 1)[-1]}.py"
-            what = f"{path}, drafts from the {source}" + (" (the cases served as one stream)" if source != "context"
-                                                            else "")
+            what = f"{path}, {drafts}"
             if len(rows.y) < 2 or rows.y.min() == rows.y.max():
                 print(f"\n{what}: too few rows to fit ({len(rows.y)})")
                 continue
@@ -203,11 +203,10 @@ def cmd_fit_acceptance(args) -> int:
             print(render(list(checks[0]), [["" if v is None else f"{v:.3f}" if isinstance(v, float) else v
                                             for v in row.values()] for row in checks]))
             coefficients, intercept = acceptance_fit.fit(rows)
-            prefix = "" if source == "context" else f"{source.upper()}_"
             print("fitted on every case (" + ", ".join(module.FEATURES) + "):")
             print(f"{prefix}COEFFICIENTS = np.array([{', '.join(f'{c:.3f}' for c in coefficients)}])\n"
                   f"{prefix}INTERCEPT = {intercept:.3f}")
-            shipped_c, shipped_i = module.FITS[source]
+            shipped_c, shipped_i = module.FITS[fit]
             shipped = np.allclose(coefficients, shipped_c, atol=5e-4) and abs(intercept - shipped_i) < 5e-4
             print(f"these are the numbers {path} ships" if shipped
                   else f"{path} ships other numbers: paste these there to use this fit")

@@ -30,7 +30,8 @@ ones (``chain_model=True``, the default) reads how many occurrences still follow
 depth and whether they go on with its token. Each model has a fit per source: a chain from the
 history is judged by fits made on the benchmark served as one stream, which also read what the
 context's own match says of it (a ``context_agreement(tokens)`` method, as ``suffix-automaton``
-with a history has).
+with a history has). With ``history=True`` the first node of a chain from the context has a fit of
+its own too, which reads what the history's match says of it (``history_agreement(tokens)``).
 
 Planning a chain. With ``chain_model`` the length of a chain is planned over the forwards that
 follow (:func:`lookup.policy.plan_chain`) instead of judged by this forward alone: nodes not sent
@@ -57,6 +58,7 @@ committed token (or none) is one observation for ``a_d`` and for each ``c_r`` it
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Sequence
 
 import numpy as np
@@ -269,15 +271,27 @@ class AdaptiveDrafter(Drafter):
         if evidence is None:
             return estimate
         estimate = estimate.copy()
-        source = self.source(bucket)  # each source has its own fit
-        context = self.context_evidence(chain[: len(estimate)]) if source != SOURCES[0] else None
+        source = self.source(bucket)
+        first_fit, later_fit = self.fit_of(first_token, source), self.fit_of(later_nodes, source)
+        # what the other index says, for the fits that read it (all but the context's own)
+        reads = (self.first_token_model and first_fit != SOURCES[0]) or (self.chain_model and later_fit != SOURCES[0])
+        other = self.other_evidence(source, chain[: len(estimate)]) if reads else None
         if self.first_token_model:
-            inputs = self.first_token_inputs(evidence, float(estimate[0]), context)
-            estimate[0] = first_token.first_probability(*inputs, source=source)
+            inputs = self.first_token_inputs(evidence, float(estimate[0]), other if first_fit != SOURCES[0] else None)
+            estimate[0] = first_token.first_probability(*inputs, fit=first_fit)
         if self.chain_model and len(estimate) > 1:
-            coefficients, intercept = later_nodes.FITS[source]
-            estimate[1:] = later_nodes.probabilities(*evidence, context, coefficients=coefficients, intercept=intercept)
+            coefficients, intercept = later_nodes.FITS[later_fit]
+            estimate[1:] = later_nodes.probabilities(*evidence, other if later_fit != SOURCES[0] else None,
+                                                     coefficients=coefficients, intercept=intercept)
         return estimate
+
+    def fit_of(self, model: ModuleType, source: str) -> str:
+        """The key of ``model.FITS`` (:mod:`lookup.first_token` or :mod:`lookup.later_nodes`) that judges
+        a chain from ``source``: the source's own, but a chain from the context while a history is
+        kept (``history=True``) takes :data:`lookup.first_token.WITH_HISTORY` where ``model`` has it."""
+        if source == SOURCES[0] and self.history and first_token.WITH_HISTORY in model.FITS:
+            return first_token.WITH_HISTORY
+        return source
 
     def chain_evidence(self, chain: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
         """How the wrapped drafter's match's earlier occurrences agree with ``chain`` ([n] tokens):
@@ -299,18 +313,30 @@ class AdaptiveDrafter(Drafter):
         without that method. A query."""
         return self.base.context_agreement(chain) if hasattr(self.base, "context_agreement") else None
 
+    def history_evidence(self, chain: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """The mirror of :meth:`context_evidence`: for a chain from the context ([n] tokens), what the
+        history says of it, as the wrapped drafter's ``history_agreement`` gives it. None for a chain
+        from the history, without a history or a match there, or for a wrapped drafter without that
+        method. A query."""
+        return self.base.history_agreement(chain) if hasattr(self.base, "history_agreement") else None
+
+    def other_evidence(self, source: str, chain: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """What the other index says of a chain from ``source`` ([n] tokens): :meth:`context_evidence`
+        for a chain from the history, :meth:`history_evidence` for one from the context."""
+        return self.context_evidence(chain) if source != SOURCES[0] else self.history_evidence(chain)
+
     @staticmethod
     def first_token_inputs(evidence: tuple[int, np.ndarray, np.ndarray], estimate: float,
-                           context: tuple[int, np.ndarray, np.ndarray] | None = None
+                           other: tuple[int, np.ndarray, np.ndarray] | None = None
                            ) -> tuple[int, float, int, float, tuple[int, int, int] | None]:
         """The inputs of :mod:`lookup.first_token`'s model for a chain, from its :meth:`chain_evidence`,
-        this drafter's own ``estimate`` of P(first node accepted) and its :meth:`context_evidence`:
+        this drafter's own ``estimate`` of P(first node accepted) and its :meth:`other_evidence`:
         (match length, estimate, occurrences remembered, share of them followed by the chain's first
-        token, and (the context's match length, its occurrences, those followed by the first token) or
-        None)."""
+        token, and (the other index's match length, its occurrences, those followed by the first token)
+        or None)."""
         match_length, support, agree = evidence
         occurrences = int(support[0])
-        seen = None if context is None else (context[0], int(context[1][0]), int(context[2][0]))
+        seen = None if other is None else (other[0], int(other[1][0]), int(other[2][0]))
         return match_length, estimate, occurrences, float(agree[0]) / max(occurrences, 1), seen
 
     def chain_cut(self, acceptance: np.ndarray) -> int:

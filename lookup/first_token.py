@@ -8,18 +8,20 @@ way, whatever its length. A logistic model puts the four together:
 
     P(first token accepted) = sigmoid(INTERCEPT + COEFFICIENTS . features(...))
 
-A draft copied from a history of earlier requests (``adaptive:history=true``) has a fit of its own
-(:data:`FITS`), and four inputs more: what the current context says of it, i.e. how many earlier
-occurrences the context's own (shorter) match has and whether they are followed by the draft's
-first token. For a draft from the context those four are zero.
+With a history of earlier requests (``adaptive:history=true``) there are two indexes, and each can
+say something of the other's draft: four inputs more read how many earlier occurrences the *other*
+index's match has and whether they are followed by the draft's first token. A draft copied from
+the history reads what the current context's own (shorter) match says of it; a draft from the
+context reads what the history's match says. Each has a fit of its own (:data:`FITS`), made on the
+benchmark served as one stream of requests. Without a history (the ``"context"`` fit) the four are
+zero.
 
 Fitting it is ``python experiments/traces.py fit-acceptance``: it replays ``adaptive`` without
 the model on the shipped benchmark (each case on its own for drafts from the context, the cases as
 one stream for drafts from the history), collects these features and whether the first draft
 token was accepted at every step, and fits them (:func:`fit_logistic`). The numbers below are its
-fits on all 400 cases; fitted on half the cases, the model ranks first-token acceptance on the
-other half with an AUC of 0.81-0.83 for drafts from the context (0.75 for ``adaptive``'s own
-estimate), and 0.80 for drafts from the history (0.61-0.64) (``docs/oracle-gap.md``).
+fits on all 400 cases (``docs/oracle-gap.md`` gives how well each ranks acceptance on cases it
+was not fitted on).
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ import math
 
 import numpy as np
 
-#: what :func:`features` returns, in order; the last four read what the context says of a draft from
-#: the history (zero for a draft from the context, and where the context has no match)
+#: what :func:`features` returns, in order; the last four read what the other index says of the draft
+#: (the context of a draft from the history, the history of one from the context; zero without one,
+#: and where the other index has no match)
 FEATURES = ("log(1 + match length)", "adaptive's own estimate", "occurrences remembered", "share that agree",
-            "context's occurrences", "share of them that agree", "none of them agree", "log(1 + context's match)")
+            "other's occurrences", "share of them that agree", "none of them agree", "log(1 + other's match)")
 #: the fit on the shipped benchmark (hash 173c9375a857b781), by ``traces.py fit-acceptance``
 COEFFICIENTS = np.array([1.138, 1.174, 0.227, 3.497, 0.0, 0.0, 0.0, 0.0])
 INTERCEPT = -5.301
@@ -39,37 +42,44 @@ INTERCEPT = -5.301
 #: benchmark served as one stream of requests
 HISTORY_COEFFICIENTS = np.array([1.005, 1.471, 0.178, 3.113, 0.036, 2.670, -0.517, -0.683])
 HISTORY_INTERCEPT = -5.412
-#: the fit per source of the draft (``lookup.adaptive.SOURCES``): (coefficients [F], intercept)
-FITS = {"context": (COEFFICIENTS, INTERCEPT), "history": (HISTORY_COEFFICIENTS, HISTORY_INTERCEPT)}
+#: the same for drafts from the context while a history is kept, with what the history says of them
+WITH_HISTORY_COEFFICIENTS = np.array([1.146, 1.460, 0.266, 3.456, -0.051, 1.329, -0.002, -0.634])
+WITH_HISTORY_INTERCEPT = -4.972
+#: the fit for drafts from the context while a history is kept (a key of :data:`FITS`)
+WITH_HISTORY = "context, with a history"
+#: the fit per source of the draft (``lookup.adaptive.SOURCES``, and :data:`WITH_HISTORY`):
+#: (coefficients [F], intercept)
+FITS = {"context": (COEFFICIENTS, INTERCEPT), "history": (HISTORY_COEFFICIENTS, HISTORY_INTERCEPT),
+        WITH_HISTORY: (WITH_HISTORY_COEFFICIENTS, WITH_HISTORY_INTERCEPT)}
 
 
 def features(match_length: int, estimate: float, occurrences: int, agreement: float,
-             context: tuple[int, int, int] | None = None) -> np.ndarray:
+             other: tuple[int, int, int] | None = None) -> np.ndarray:
     """The model's inputs for one draft: the match length behind it, ``adaptive``'s own estimate of
     P(first token accepted), how many earlier occurrences of the match are remembered (at most the
-    automaton's ring, 8 by default) and the share of them followed by the draft's first token; and,
-    for a draft from the history, what the context says of it: ``context`` = (the context's own match
-    length, its occurrences remembered, how many of them are followed by the draft's first token), or
-    None (a draft from the context, or no match there).  # [8]"""
-    return np.array(_features(match_length, estimate, occurrences, agreement, context), dtype=np.float64)
+    automaton's ring, 8 by default) and the share of them followed by the draft's first token; and
+    what the other index says of it: ``other`` = (the other index's match length, its occurrences
+    remembered, how many of them are followed by the draft's first token), or None (no other index,
+    or no match there).  # [8]"""
+    return np.array(_features(match_length, estimate, occurrences, agreement, other), dtype=np.float64)
 
 
 def _features(match_length: int, estimate: float, occurrences: int, agreement: float,
-              context: tuple[int, int, int] | None) -> tuple[float, ...]:
+              other: tuple[int, int, int] | None) -> tuple[float, ...]:
     own = math.log1p(match_length), float(estimate), float(occurrences), float(agreement)
-    if context is None:
+    if other is None:
         return *own, 0.0, 0.0, 0.0, 0.0
-    length, seen, agreeing = context
+    length, seen, agreeing = other
     return *own, float(seen), agreeing / max(seen, 1), float(seen > 0 and agreeing == 0), math.log1p(length)
 
 
 def first_probability(match_length: int, estimate: float, occurrences: int, agreement: float,
-                      context: tuple[int, int, int] | None = None, source: str = "context") -> float:
-    """``probability(features(...))`` with the shipped fit for drafts from ``source`` (:data:`FITS`), for
-    one draft, in plain floats: the drafter calls it every step, where numpy's per-call overhead on
-    a few numbers would dominate."""
-    coefficients, intercept = FITS[source]
-    x = _features(match_length, estimate, occurrences, agreement, context)
+                      other: tuple[int, int, int] | None = None, fit: str = "context") -> float:
+    """``probability(features(...))`` with the shipped fit ``fit`` (a key of :data:`FITS`), for one
+    draft, in plain floats: the drafter calls it every step, where numpy's per-call overhead on a few
+    numbers would dominate."""
+    coefficients, intercept = FITS[fit]
+    x = _features(match_length, estimate, occurrences, agreement, other)
     z = intercept + sum(c * f for c, f in zip(coefficients.tolist(), x))
     return 1.0 / (1.0 + math.exp(-z))
 

@@ -118,6 +118,12 @@ class History:
                                              self._state, self._length, new, len(new))
         self._matched = None
 
+    @property
+    def match_length(self) -> int:
+        """The length of the current request's longest suffix found in the history (0: none), whether
+        or not anything follows it there (:meth:`match` needs something to copy)."""
+        return int(self._length)
+
     def match(self) -> tuple[int, int, int]:
         """(length, start, stop): the longest suffix of the current request found in the history,
         and where the tokens after its most recent occurrence are, ``tokens[start:stop]`` (up to the

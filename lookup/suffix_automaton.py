@@ -114,9 +114,10 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         self.occurrence = Occurrence(occurrence)
         self.length_rule = LinearLength(*length_rule) if isinstance(length_rule, tuple) else length_rule
         self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
-        # [>= draft length] scratch (support, agree) for chain_agreement() and context_agreement()
+        # [>= draft length] scratch (support, agree) for chain_agreement(), context_agreement() and
+        # history_agreement()
         self._scratch = {name: (np.zeros(max_tokens, dtype=np.int64), np.zeros(max_tokens, dtype=np.int64))
-                         for name in ("own", "context")}
+                         for name in ("own", "context", "history")}
         self.history = History(history_tokens, occurrences) if require_bool("history", history) else None
         self._prompt_len = 0
 
@@ -175,6 +176,18 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             return None
         found = self._agreement(self.sam, draft, "context")
         return None if found is None else (int(self.sam.match()[1]), *found)
+
+    def history_agreement(self, draft: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """The mirror of :meth:`context_agreement`: what the history says of a draft from the context
+        (``draft``: [n] token ids): (the history's match length, support [n], agree [n]) over the
+        remembered occurrences of the current request's match in earlier requests (each up to the end
+        of its request), at most as long as the context's match. None without a history, for a draft
+        from the history, or when the history has no match. Scratch arrays, valid until the next call.
+        A query: ``adaptive:history=true``'s first-token model reads it for drafts from the context."""
+        if self.history is None or self._history_match() is not None:
+            return None
+        found = self._agreement(self.history, draft, "history")
+        return None if found is None else (self.history.match_length, *found)
 
     def _agreement(self, index: SuffixAutomaton | History, draft: np.ndarray,
                    scratch: str) -> tuple[np.ndarray, np.ndarray] | None:

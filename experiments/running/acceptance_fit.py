@@ -1,26 +1,28 @@
 """Fit ``adaptive``'s models of acceptance on traces, and check them on cases they were not fitted on.
 
 Two models (:data:`MODELS`): :mod:`lookup.first_token` (the chain's first node) and
-:mod:`lookup.later_nodes` (each later node, given the ones before it were accepted), each fitted
-twice: for drafts from the context, and for drafts from a history of earlier requests
-(``adaptive:history=true``; :data:`lookup.adaptive.SOURCES`).
+:mod:`lookup.later_nodes` (each later node, given the ones before it were accepted), each with a fit
+per key of its ``FITS``: for drafts from the context, for drafts from a history of earlier requests
+(``adaptive:history=true``; :data:`lookup.adaptive.SOURCES`) and, for the first node, for drafts
+from the context while a history is kept (:data:`lookup.first_token.WITH_HISTORY`).
 
-    data = collect(sets)                     # adaptive replayed without the models: rows per source and model
+    data = collect(sets)                     # adaptive replayed without the models: rows per fit and model
     report = held_out(data["history"]["later"])   # fitted on even cases, scored on odd ones, and back
     coefficients, intercept = fit(data["context"]["first"])  # on every case: what lookup/first_token.py ships
 
-Rows for drafts from the context come from each case replayed on its own (as ``adaptive`` drafts
-without a history); rows for drafts from the history, from the benchmark served as one stream of
-requests by ``adaptive:history=true`` (each case has earlier cases as its history, as
-``--stream`` replays do). ``python experiments/traces.py fit-acceptance`` runs all three for every
-model and source and prints them.
+Rows for the context's own fits come from each case replayed on its own (as ``adaptive`` drafts
+without a history); rows for the other fits, from the benchmark served as one stream of requests
+by ``adaptive:history=true`` (each case has earlier cases as its history, as ``--stream`` replays
+do). ``python experiments/traces.py fit-acceptance`` runs all three for every
+fit and prints them.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 
@@ -34,6 +36,11 @@ from lookup.base import Draft
 
 #: the models fitted here, by the name of their rows
 MODELS: dict[str, ModuleType] = {"first": first_token, "later": later_nodes}
+#: per fit (a key of a model's ``FITS``): the prefix of its constants in the model's module, and the drafts it judges
+FIT_NAMES = {SOURCES[0]: ("", "drafts from the context"),
+             SOURCES[1]: ("HISTORY_", "drafts from the history (the cases served as one stream)"),
+             first_token.WITH_HISTORY: ("WITH_HISTORY_", "drafts from the context while a history is kept "
+                                                         "(the cases served as one stream)")}
 
 
 @dataclass
@@ -48,62 +55,73 @@ class Rows:
 
 
 class _Collector(TraceWrapper):
-    """``adaptive`` (without the models) on one trace, noting the rows of each chain candidate from
-    ``source``: its first node, and each later node reached with every node before it accepted."""
+    """``adaptive`` (without the models) on one trace, noting the rows of each chain candidate that a
+    fit in ``fits`` judges (:meth:`~lookup.adaptive.AdaptiveDrafter.fit_of`): its first node, and each
+    later node reached with every node before it accepted. ``rows[(fit, model)]``: (features, accepted,
+    ``adaptive``'s own estimate) per node."""
 
-    def __init__(self, inner: AdaptiveDrafter, sequence: Sequence[int], source: str = SOURCES[0]) -> None:
+    def __init__(self, inner: AdaptiveDrafter, sequence: Sequence[int], fits: Collection[str] = (SOURCES[0],)) -> None:
         super().__init__(inner, sequence)
-        self.source = source
-        self.rows: dict[str, list[tuple[np.ndarray, float, float]]] = {name: [] for name in MODELS}
+        self.fits = frozenset(fits)
+        self.rows: dict[tuple[str, str], list[tuple[np.ndarray, float, float]]] = defaultdict(list)
 
     def propose(self, budget: int) -> Draft:
         inner = self.inner
         full, bucket = inner.candidate(budget)
-        if len(full) and full.is_chain and self._context < len(self.sequence) and inner.source(bucket) == self.source:
-            evidence = inner.chain_evidence(full.tokens)
+        if len(full) and full.is_chain and self._context < len(self.sequence):
+            source = inner.source(bucket)
+            fits = {name: inner.fit_of(module, source) for name, module in MODELS.items()}
+            evidence = inner.chain_evidence(full.tokens) if self.fits.intersection(fits.values()) else None
             if evidence is not None:
-                context = inner.context_evidence(full.tokens) if self.source != SOURCES[0] else None
+                # what the other index says, for the fits that read it (all but the context's own)
+                other = (inner.other_evidence(source, full.tokens)
+                         if set(fits.values()) & self.fits - {SOURCES[0]} else None)
+                seen = {name: other if fit != SOURCES[0] else None for name, fit in fits.items()}
                 own = inner.acceptance(bucket)
                 future = self.sequence[self._context :]
                 accepted = len(accepted_path(full, future))
-                self.rows["first"].append((first_token.features(*inner.first_token_inputs(evidence, float(own[0]),
-                                                                                          context)),
-                                           float(accepted > 0), own[0]))
-                # node d is judged where nodes 0..d-1 were all accepted (and the trace goes that far):
-                # the first miss ends the chain
-                judged = min(accepted + 1, len(full), len(future))
-                for d, x in enumerate(later_nodes.features(*evidence, context)[: judged - 1], start=1):
-                    self.rows["later"].append((x, float(d < accepted), own[d]))
+                if fits["first"] in self.fits:
+                    x = first_token.features(*inner.first_token_inputs(evidence, float(own[0]), seen["first"]))
+                    self.rows[(fits["first"], "first")].append((x, float(accepted > 0), own[0]))
+                if fits["later"] in self.fits:
+                    # node d is judged where nodes 0..d-1 were all accepted (and the trace goes that far):
+                    # the first miss ends the chain
+                    judged = min(accepted + 1, len(full), len(future))
+                    for d, x in enumerate(later_nodes.features(*evidence, seen["later"])[: judged - 1], start=1):
+                        self.rows[(fits["later"], "later")].append((x, float(d < accepted), own[d]))
         return inner.propose(budget)
 
 
 def collect(sets: Sequence[TraceSet], progress=None) -> dict[str, dict[str, Rows]]:
     """Replay ``adaptive`` (default base, without the models) on every case of ``sets``, each priced by
-    its set's profile, and collect each model's rows per source (``out[source][model]``, keys of
-    :data:`lookup.adaptive.SOURCES` and :data:`MODELS`): drafts from the context with each case on its
-    own, drafts from the history with the cases served as one stream (``history=True``). ``progress``
-    is called once per case replayed (twice per case in all)."""
-    found: dict[str, dict[str, list]] = {source: {name: [] for name in MODELS} for source in SOURCES}
+    its set's profile, and collect the rows of every fit of each model (``out[fit][model]``, for each
+    key ``fit`` of the model's ``FITS``, with ``model`` a key of :data:`MODELS`): the fits for drafts
+    from the context with each case on its own, the others (drafts from the history, and from the
+    context while a history is kept) with the cases served as one stream (``history=True``).
+    ``progress`` is called once per case replayed (twice per case in all)."""
+    found: dict[tuple[str, str], list] = defaultdict(list)
     ordered = in_order(sets)
     # the stream's one drafter is priced by the first set's profile, each case by its own set's, as
     # explain's and replay's streams do (a benchmark has one profile)
     shared = AdaptiveDrafter(profile=ordered[0].profile, first_token_model=False, chain_model=False,
                              history=True) if ordered else None
-    for source, history in zip(SOURCES, (False, True)):
+    every = {fit for module in MODELS.values() for fit in module.FITS}
+    for fits, history in (({SOURCES[0]}, False), (every - {SOURCES[0]}, True)):
         index = 0
         for trace_set in ordered:
             for case in trace_set.cases:
                 inner = shared if history else AdaptiveDrafter(profile=trace_set.profile, first_token_model=False,
                                                                 chain_model=False)
-                drafter = _Collector(inner, sequence_of(case), source)
+                drafter = _Collector(inner, sequence_of(case), fits)
                 replay_case(case, drafter, trace_set.profile)
-                for name, rows in drafter.rows.items():
-                    found[source][name] += [(x, y, own, index) for x, y, own in rows]
+                for key, rows in drafter.rows.items():
+                    found[key] += [(x, y, own, index) for x, y, own in rows]
                 index += 1
                 if progress is not None:
                     progress()
-    return {source: {name: _as_rows(rows, len(MODELS[name].FEATURES)) for name, rows in by_model.items()}
-            for source, by_model in found.items()}
+    return {fit: {name: _as_rows(found[(fit, name)], len(module.FEATURES))
+                  for name, module in MODELS.items() if fit in module.FITS}
+            for fit in sorted(every, key=lambda fit: (fit not in SOURCES, fit))}
 
 
 def _as_rows(rows: list, width: int) -> Rows:

@@ -247,6 +247,18 @@ class InContext(FromHistory):
         return super().context_agreement(draft)
 
 
+class InContextWithHistory(InContext):
+    """A draft from the context while a history is kept: the history's match (5 tokens, 2 occurrences)
+    is followed by the draft's first token at both; each of its answers is counted."""
+
+    history_asked = 0
+
+    def history_agreement(self, draft):
+        self.history_asked += 1
+        n = len(draft)
+        return 5, np.array([2] * n, dtype=np.int64), np.array([2] + [1] * (n - 1), dtype=np.int64)
+
+
 def test_a_draft_from_the_history_is_judged_by_the_history_fit_with_what_the_context_says():
     from lookup import first_token, later_nodes
 
@@ -275,3 +287,36 @@ def test_a_draft_from_the_history_is_judged_by_the_history_fit_with_what_the_con
     assert not np.allclose(judged, chain) and context_drafter.base.context_asked == 0
     assert first_token.features(3, own[0], 4, 0.75)[4:].tolist() == [0.0] * 4
     assert later_nodes.features(3, support, agree)[:, 6:].tolist() == [[0.0] * 4] * 3
+
+
+def test_a_draft_from_the_context_with_a_history_is_judged_by_a_fit_of_its_own_with_what_the_history_says():
+    from lookup import first_token, later_nodes
+
+    drafter = AdaptiveDrafter(base=InContextWithHistory([7, 8, 9, 10]))
+    drafter.history = True  # as history=True sets it for a wrapped drafter named, which a test double is not
+    drafter.reset([1, 2, 3])
+    full, bucket = drafter.candidate(32)
+    assert drafter.source(bucket) == "context"
+    assert drafter.fit_of(first_token, "context") == first_token.WITH_HISTORY
+    assert drafter.fit_of(later_nodes, "context") == "context"  # later nodes keep the context's own fit
+    assert drafter.fit_of(first_token, "history") == "history"
+    own = drafter.acceptance(bucket)[:4]
+    chain = drafter.chain_acceptance(bucket, 4, full.tokens)
+    assert chain[0] == pytest.approx(first_token.probability(first_token.features(3, own[0], 4, 0.75, (5, 2, 2)),
+                                                             *first_token.FITS[first_token.WITH_HISTORY]))
+    support, agree = np.array([4, 3, 3, 3]), np.array([3, 3, 3, 3])
+    assert chain[1:] == pytest.approx(later_nodes.probabilities(3, support, agree))
+    assert drafter.base.history_asked == 1 and drafter.base.context_asked == 0
+    # without a history the context's own fit judges it, and the history is not asked
+    alone = AdaptiveDrafter(base=InContextWithHistory([7, 8, 9, 10]))
+    alone.reset([1, 2, 3])
+    assert alone.fit_of(first_token, "context") == "context"
+    judged = alone.chain_acceptance(bucket, 4, full.tokens)
+    assert judged[0] == pytest.approx(first_token.probability(first_token.features(3, own[0], 4, 0.75)))
+    assert judged[0] != pytest.approx(chain[0]) and alone.base.history_asked == 0
+    # nor when neither model is on
+    off = AdaptiveDrafter(base=InContextWithHistory([7, 8, 9, 10]), first_token_model=False, chain_model=False)
+    off.history = True
+    off.reset([1, 2, 3])
+    off.chain_acceptance(bucket, 4, full.tokens)
+    assert off.base.history_asked == 0

@@ -52,14 +52,17 @@ def test_a_separable_set_still_gives_finite_coefficients():
 
 def test_the_drafters_scalar_path_is_the_model():
     for args in [(0, 0.2, 1, 0.0), (3, 0.4, 5, 0.6), (40, 0.9, 8, 1.0), (3, 0.4, 5, 0.6, (2, 8, 1))]:
-        for source, (coefficients, intercept) in first_token.FITS.items():
+        for fit, (coefficients, intercept) in first_token.FITS.items():
             want = first_token.probability(first_token.features(*args), coefficients, intercept)
-            assert first_token.first_probability(*args, source=source) == pytest.approx(float(want))
+            assert first_token.first_probability(*args, fit=fit) == pytest.approx(float(want))
 
 
-def test_a_draft_from_the_history_is_likelier_where_the_context_agrees():
-    """The history's fit reads the context's view the right way round."""
-    history = first_token.FITS["history"]
-    split = first_token.probability(first_token.features(2, 0.3, 4, 0.5, (2, 4, 1)), *history)
-    assert first_token.probability(first_token.features(2, 0.3, 4, 0.5, (2, 4, 4)), *history) > split
-    assert first_token.probability(first_token.features(2, 0.3, 4, 0.5, (2, 4, 0)), *history) < split
+@pytest.mark.parametrize("fit", ["history", first_token.WITH_HISTORY])
+def test_a_draft_is_likelier_where_the_other_index_agrees(fit):
+    """The fits that read the other index (the context of a draft from the history, the history of one
+    from the context) read it the right way round; the context's own fit does not read it at all."""
+    fitted = first_token.FITS[fit]
+    split = first_token.probability(first_token.features(2, 0.3, 4, 0.5, (2, 4, 1)), *fitted)
+    assert first_token.probability(first_token.features(2, 0.3, 4, 0.5, (2, 4, 4)), *fitted) > split
+    assert first_token.probability(first_token.features(2, 0.3, 4, 0.5, (2, 4, 0)), *fitted) < split
+    assert not first_token.FITS["context"][0][4:].any()

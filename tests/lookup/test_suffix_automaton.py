@@ -308,3 +308,27 @@ def test_chain_agreement_reads_the_history_for_a_draft_from_the_history():
     d.extend([3, 9, 6])  # now the context's "3 9 6" is the longer match
     assert d.match_source() == "context" and d.context_agreement(np.array([7])) is None
     assert [a.tolist() for a in d.chain_agreement(np.array([7, 3]))] == [[1, 1], [1, 1]]
+
+
+def test_history_agreement_is_what_the_history_says_of_a_draft_from_the_context():
+    d = SuffixAutomatonDrafter(history=True, occurrences=4)
+    d.reset([5])
+    d.extend([6, 7, 8])
+    d.reset([5])
+    d.extend([6, 7, 4])
+    d.reset([9, 6, 7, 2, 9, 6, 7])  # the context's "9 6 7" (then 2) is longer than the history's "6 7"
+    assert d.match_source() == "context" and d.propose(1).tokens.tolist() == [2]
+    # the history's "6 7" occurred twice, followed by 4 (the most recent) and by 8: neither goes on with 2
+    length, support, agree = d.history_agreement(np.array([2, 9]))
+    assert (length, support.tolist(), agree.tolist()) == (2, [2, 0], [0, 0])
+    own = d.chain_agreement(np.array([2, 9]))
+    support, agree = d.history_agreement(np.array([4, 1]))[1:]
+    assert support.tolist() == [2, 0] and agree.tolist() == [1, 0]  # its request ends after 4
+    assert [a.tolist() for a in own] == [[1, 1], [1, 1]]  # each answer has its own scratch
+    d.reset([1, 6, 7])  # now the history's "6 7" is the longer match: its draft is the history's own
+    assert d.match_source() == "history" and d.history_agreement(np.array([4])) is None
+    d.reset([3])  # no match in the history
+    assert d.history.match_length == 0 and d.history_agreement(np.array([3])) is None
+    plain = SuffixAutomatonDrafter()
+    plain.reset([1, 2, 1])
+    assert plain.history_agreement(np.array([2])) is None

@@ -28,7 +28,10 @@ def toy_cases(n: int, seed: int = 0) -> list[TraceCase]:
 def test_the_rows_are_adaptives_drafts_with_their_outcome():
     cases = toy_cases(4)
     data = collect([TraceSet(Path("toy.jsonl.gz"), "toy", cases, CPU_SMOLLM2)])
-    assert set(data) == set(SOURCES) and all(set(by_model) == set(MODELS) for by_model in data.values())
+    # a fit per key of each model's FITS: the first node has one more, for drafts from the context
+    # while a history is kept
+    assert list(data) == [*SOURCES, first_token.WITH_HISTORY]
+    assert all(set(data[source]) == set(MODELS) for source in SOURCES) and set(data[first_token.WITH_HISTORY]) == {"first"}
     # served as a stream, later cases copy the motif from earlier ones: drafts from the history
     history = data["history"]
     assert len(history["first"].y) > 10 and sorted(set(history["first"].case.tolist())) == [1, 2, 3]
@@ -46,6 +49,10 @@ def test_the_rows_are_adaptives_drafts_with_their_outcome():
     # what the context says is read for drafts from the history only
     assert not first.x[:, 4:].any() and not later.x[:, 6:].any()
     assert history["first"].x[:, 4].any() and history["later"].x[:, 6:].any()
+    # drafts from the context in the stream read what the history says (the cases after the first)
+    kept = data[first_token.WITH_HISTORY]["first"]
+    assert kept.x.shape == (len(kept.y), len(first_token.FEATURES)) and len(kept.y) > 10
+    assert kept.x[:, 4].any() and not kept.x[kept.case == 0, 4:].any()
     # a later node is judged only where every node before it was accepted, at depths from 1
     log_deep, log_depth, support, share, _, alone = later.x[:, :6].T
     assert np.all(log_depth >= np.log(2) - 1e-12) and np.all(log_deep > log_depth)
@@ -81,7 +88,8 @@ def test_later_rows_follow_each_chain_until_its_first_miss():
                          [1, 2, 3, 7, 8, 5, 10])
     drafter.reset([1, 2, 3])
     drafter.propose(32)
-    first, later = drafter.rows["first"], drafter.rows["later"]
+    assert set(drafter.rows) == {("context", "first"), ("context", "later")}
+    first, later = drafter.rows[("context", "first")], drafter.rows[("context", "later")]
     assert [(x.tolist(), y) for x, y, _ in first] == [([np.log(4), first[0][2], 4.0, 1.0, 0, 0, 0, 0], 1.0)]
     assert [y for _, y, _ in later] == [1.0, 0.0]
     assert [x.tolist() for x, _, _ in later] == later_nodes.features(3, np.full(4, 4), np.full(4, 4))[:2].tolist()
@@ -94,7 +102,8 @@ def test_the_fit_command_prints_a_fit_and_refuses_too_little(tmp_path, capsys):
         append_case(tmp_path / "toy-n4.jsonl.gz", case)
     assert traces.main(["fit-acceptance", "--traces", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert out.count("COEFFICIENTS = np.array([") == 4 and out.count("HISTORY_INTERCEPT = ") == 2
+    assert out.count("COEFFICIENTS = np.array([") == 5 and out.count("HISTORY_INTERCEPT = ") == 3
+    assert out.count("WITH_HISTORY_INTERCEPT = ") == 1 and "drafts from the context while a history is kept" in out
     assert "lookup/first_token.py, drafts from the context" in out and "even cases" in out
     assert "lookup/later_nodes.py, drafts from the history (the cases served as one stream)" in out
     assert traces.main(["fit-first-token", "--traces", str(tmp_path)]) == 0  # the former name
