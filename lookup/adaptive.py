@@ -274,8 +274,10 @@ class AdaptiveDrafter(Drafter):
         source = self.source(bucket)
         first_fit, later_fit = self.fit_of(first_token, source), self.fit_of(later_nodes, source)
         # what the other index says, for the fits that read it (all but the context's own)
-        reads = (self.first_token_model and first_fit != SOURCES[0]) or (self.chain_model and later_fit != SOURCES[0])
-        other = self.other_evidence(source, chain[: len(estimate)]) if reads else None
+        later_reads = self.chain_model and later_fit != SOURCES[0]
+        reads = later_reads or (self.first_token_model and first_fit != SOURCES[0])
+        # only the first node's fit reads it: one token is enough
+        other = self.other_evidence(source, chain[: len(estimate) if later_reads else 1]) if reads else None
         if self.first_token_model:
             inputs = self.first_token_inputs(evidence, float(estimate[0]), other if first_fit != SOURCES[0] else None)
             estimate[0] = first_token.first_probability(*inputs, fit=first_fit)
@@ -288,8 +290,11 @@ class AdaptiveDrafter(Drafter):
     def fit_of(self, model: ModuleType, source: str) -> str:
         """The key of ``model.FITS`` (:mod:`lookup.first_token` or :mod:`lookup.later_nodes`) that judges
         a chain from ``source``: the source's own, but a chain from the context while a history is
-        kept (``history=True``) takes :data:`lookup.first_token.WITH_HISTORY` where ``model`` has it."""
-        if source == SOURCES[0] and self.history and first_token.WITH_HISTORY in model.FITS:
+        kept (``history=True``) takes :data:`lookup.first_token.WITH_HISTORY` where ``model`` has it
+        and the wrapped drafter can say what its history says of the chain (``history_agreement``):
+        that fit was made on those inputs."""
+        if (source == SOURCES[0] and self.history and first_token.WITH_HISTORY in model.FITS
+                and hasattr(self.base, "history_agreement")):
             return first_token.WITH_HISTORY
         return source
 

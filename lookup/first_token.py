@@ -17,8 +17,9 @@ benchmark served as one stream of requests. Without a history (the ``"context"``
 zero.
 
 Fitting it is ``python experiments/traces.py fit-acceptance``: it replays ``adaptive`` without
-the model on the shipped benchmark (each case on its own for drafts from the context, the cases as
-one stream for drafts from the history), collects these features and whether the first draft
+the model on the shipped benchmark (each case on its own for the context's own fit, the cases as
+one stream for the other two: drafts from the history, and drafts from the context while a history
+is kept), collects these features and whether the first draft
 token was accepted at every step, and fits them (:func:`fit_logistic`). The numbers below are its
 fits on all 400 cases (``docs/oracle-gap.md`` gives how well each ranks acceptance on cases it
 was not fitted on).
@@ -47,8 +48,8 @@ WITH_HISTORY_COEFFICIENTS = np.array([1.146, 1.460, 0.266, 3.456, -0.051, 1.329,
 WITH_HISTORY_INTERCEPT = -4.972
 #: the fit for drafts from the context while a history is kept (a key of :data:`FITS`)
 WITH_HISTORY = "context, with a history"
-#: the fit per source of the draft (``lookup.adaptive.SOURCES``, and :data:`WITH_HISTORY`):
-#: (coefficients [F], intercept)
+#: the fits by name, (coefficients [F], intercept) each: one per source of the draft
+#: (``lookup.adaptive.SOURCES``), and :data:`WITH_HISTORY`
 FITS = {"context": (COEFFICIENTS, INTERCEPT), "history": (HISTORY_COEFFICIENTS, HISTORY_INTERCEPT),
         WITH_HISTORY: (WITH_HISTORY_COEFFICIENTS, WITH_HISTORY_INTERCEPT)}
 

@@ -118,7 +118,6 @@ class History:
                                              self._state, self._length, new, len(new))
         self._matched = None
 
-    @property
     def match_length(self) -> int:
         """The length of the current request's longest suffix found in the history (0: none), whether
         or not anything follows it there (:meth:`match` needs something to copy)."""

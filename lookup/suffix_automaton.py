@@ -181,13 +181,14 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         """The mirror of :meth:`context_agreement`: what the history says of a draft from the context
         (``draft``: [n] token ids): (the history's match length, support [n], agree [n]) over the
         remembered occurrences of the current request's match in earlier requests (each up to the end
-        of its request), at most as long as the context's match. None without a history, for a draft
-        from the history, or when the history has no match. Scratch arrays, valid until the next call.
+        of its request). That match is no longer than the context's, unless nothing follows its most
+        recent occurrence (the draft then comes from the context all the same). None without a
+        history, for a draft from the history, or when the history has no match. Scratch arrays, valid until the next call.
         A query: ``adaptive:history=true``'s first-token model reads it for drafts from the context."""
         if self.history is None or self._history_match() is not None:
             return None
         found = self._agreement(self.history, draft, "history")
-        return None if found is None else (self.history.match_length, *found)
+        return None if found is None else (self.history.match_length(), *found)
 
     def _agreement(self, index: SuffixAutomaton | History, draft: np.ndarray,
                    scratch: str) -> tuple[np.ndarray, np.ndarray] | None:

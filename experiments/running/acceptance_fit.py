@@ -62,7 +62,7 @@ class _Collector(TraceWrapper):
 
     def __init__(self, inner: AdaptiveDrafter, sequence: Sequence[int], fits: Collection[str] = (SOURCES[0],)) -> None:
         super().__init__(inner, sequence)
-        self.fits = frozenset(fits)
+        self.fits = frozenset((fits,) if isinstance(fits, str) else fits)
         self.rows: dict[tuple[str, str], list[tuple[np.ndarray, float, float]]] = defaultdict(list)
 
     def propose(self, budget: int) -> Draft:

@@ -252,9 +252,11 @@ class InContextWithHistory(InContext):
     is followed by the draft's first token at both; each of its answers is counted."""
 
     history_asked = 0
+    history_lengths: list[int] = []
 
     def history_agreement(self, draft):
         self.history_asked += 1
+        self.history_lengths = [*self.history_lengths, len(draft)]
         n = len(draft)
         return 5, np.array([2] * n, dtype=np.int64), np.array([2] + [1] * (n - 1), dtype=np.int64)
 
@@ -307,6 +309,7 @@ def test_a_draft_from_the_context_with_a_history_is_judged_by_a_fit_of_its_own_w
     support, agree = np.array([4, 3, 3, 3]), np.array([3, 3, 3, 3])
     assert chain[1:] == pytest.approx(later_nodes.probabilities(3, support, agree))
     assert drafter.base.history_asked == 1 and drafter.base.context_asked == 0
+    assert drafter.base.history_lengths == [1]  # only the first node's fit reads it
     # without a history the context's own fit judges it, and the history is not asked
     alone = AdaptiveDrafter(base=InContextWithHistory([7, 8, 9, 10]))
     alone.reset([1, 2, 3])
@@ -314,9 +317,17 @@ def test_a_draft_from_the_context_with_a_history_is_judged_by_a_fit_of_its_own_w
     judged = alone.chain_acceptance(bucket, 4, full.tokens)
     assert judged[0] == pytest.approx(first_token.probability(first_token.features(3, own[0], 4, 0.75)))
     assert judged[0] != pytest.approx(chain[0]) and alone.base.history_asked == 0
-    # nor when neither model is on
-    off = AdaptiveDrafter(base=InContextWithHistory([7, 8, 9, 10]), first_token_model=False, chain_model=False)
-    off.history = True
-    off.reset([1, 2, 3])
-    off.chain_acceptance(bucket, 4, full.tokens)
-    assert off.base.history_asked == 0
+    # nor when only the later nodes are judged by a model (theirs does not read it)
+    later = AdaptiveDrafter(base=InContextWithHistory([7, 8, 9, 10]), first_token_model=False)
+    later.history = True
+    later.reset([1, 2, 3])
+    judged = later.chain_acceptance(bucket, 4, full.tokens)
+    assert judged[0] == pytest.approx(own[0]) and judged[1:] == pytest.approx(later_nodes.probabilities(3, support, agree))
+    assert later.base.history_asked == 0
+    # and a wrapped drafter that cannot say what its history says keeps the context's own fit
+    mute = AdaptiveDrafter(base=InContext([7, 8, 9, 10]))
+    mute.history = True
+    mute.reset([1, 2, 3])
+    assert mute.fit_of(first_token, "context") == "context"
+    assert mute.chain_acceptance(bucket, 4, full.tokens)[0] == pytest.approx(
+        first_token.probability(first_token.features(3, own[0], 4, 0.75)))

@@ -328,7 +328,7 @@ def test_history_agreement_is_what_the_history_says_of_a_draft_from_the_context(
     d.reset([1, 6, 7])  # now the history's "6 7" is the longer match: its draft is the history's own
     assert d.match_source() == "history" and d.history_agreement(np.array([4])) is None
     d.reset([3])  # no match in the history
-    assert d.history.match_length == 0 and d.history_agreement(np.array([3])) is None
+    assert d.history.match_length() == 0 and d.history_agreement(np.array([3])) is None
     plain = SuffixAutomatonDrafter()
     plain.reset([1, 2, 1])
     assert plain.history_agreement(np.array([2])) is None

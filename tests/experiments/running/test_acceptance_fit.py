@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from experiments.benchmarks.traces import TraceCase, TraceSet, append_case
 from experiments.running.acceptance_fit import MODELS, _Collector, collect, fit, held_out
@@ -93,6 +94,33 @@ def test_later_rows_follow_each_chain_until_its_first_miss():
     assert [(x.tolist(), y) for x, y, _ in first] == [([np.log(4), first[0][2], 4.0, 1.0, 0, 0, 0, 0], 1.0)]
     assert [y for _, y, _ in later] == [1.0, 0.0]
     assert [x.tolist() for x, _, _ in later] == later_nodes.features(3, np.full(4, 4), np.full(4, 4))[:2].tolist()
+
+
+class _UnanimousWithHistory(_Unanimous):
+    """The same draft from the context, with a history whose 5-token match (2 occurrences) agrees."""
+
+    def match_source(self):
+        return "context"
+
+    def history_agreement(self, draft):
+        return 5, np.full(len(draft), 2, dtype=np.int64), np.full(len(draft), 2, dtype=np.int64)
+
+
+def test_the_stream_pass_collects_only_the_fits_it_is_given():
+    """In the stream, a draft from the context gives rows for the first node's fit with a history (reading
+    what the history says) and none for the context's own fits, which come from the per-request pass."""
+    inner = AdaptiveDrafter(base=_UnanimousWithHistory(), first_token_model=False, chain_model=False)
+    inner.history = True  # as history=True sets it for a wrapped drafter named, which a test double is not
+    drafter = _Collector(inner, [1, 2, 3, 7, 8, 5, 10], {"history", first_token.WITH_HISTORY})
+    drafter.reset([1, 2, 3])
+    drafter.propose(32)
+    assert set(drafter.rows) == {(first_token.WITH_HISTORY, "first")}
+    [(x, y, _)] = drafter.rows[(first_token.WITH_HISTORY, "first")]
+    assert y == 1.0 and x[4:].tolist() == pytest.approx([2.0, 1.0, 0.0, np.log(6)])
+    per_request = _Collector(inner, [1, 2, 3, 7, 8, 5, 10], "context")  # one fit, named alone
+    per_request.reset([1, 2, 3])
+    per_request.propose(32)
+    assert set(per_request.rows) == {("context", "later")}  # the first node is the other fit's, with a history
 
 
 def test_the_fit_command_prints_a_fit_and_refuses_too_little(tmp_path, capsys):
