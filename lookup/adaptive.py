@@ -271,21 +271,31 @@ class AdaptiveDrafter(Drafter):
         if evidence is None:
             return estimate
         estimate = estimate.copy()
-        source = self.source(bucket)
-        first_fit, later_fit = self.fit_of(first_token, source), self.fit_of(later_nodes, source)
-        # what the other index says, for the fits that read it (all but the context's own)
-        later_reads = self.chain_model and later_fit != SOURCES[0]
-        reads = later_reads or (self.first_token_model and first_fit != SOURCES[0])
-        # only the first node's fit reads it: one token is enough
-        other = self.other_evidence(source, chain[: len(estimate) if later_reads else 1]) if reads else None
+        (first_fit, first_other), (later_fit, later_other) = self.model_evidence(
+            self.source(bucket), chain[: len(estimate)], self.first_token_model, self.chain_model)
         if self.first_token_model:
-            inputs = self.first_token_inputs(evidence, float(estimate[0]), other if first_fit != SOURCES[0] else None)
+            inputs = self.first_token_inputs(evidence, float(estimate[0]), first_other)
             estimate[0] = first_token.first_probability(*inputs, fit=first_fit)
         if self.chain_model and len(estimate) > 1:
             coefficients, intercept = later_nodes.FITS[later_fit]
-            estimate[1:] = later_nodes.probabilities(*evidence, other if later_fit != SOURCES[0] else None,
-                                                     coefficients=coefficients, intercept=intercept)
+            estimate[1:] = later_nodes.probabilities(*evidence, later_other, coefficients=coefficients,
+                                                     intercept=intercept)
         return estimate
+
+    def model_evidence(self, source: str, chain: np.ndarray, first: bool = True, later: bool = True
+                       ) -> tuple[tuple[str, tuple[int, np.ndarray, np.ndarray] | None],
+                                  tuple[str, tuple[int, np.ndarray, np.ndarray] | None]]:
+        """For a chain from ``source`` ([n] tokens): the fit each model judges it by (:meth:`fit_of`), and
+        what the other index says of it for that fit (:meth:`other_evidence`), as ((first node's fit,
+        other), (later nodes' fit, other)). ``other`` is None for the context's own fits, which do not
+        read it, and for a model not asked for (``first``, ``later``). The other index is asked once,
+        and for the first token only where only the first node's fit reads it. A query; the fit
+        (``experiments/running/acceptance_fit.py``) reads the same evidence."""
+        first_fit, later_fit = self.fit_of(first_token, source), self.fit_of(later_nodes, source)
+        first_reads, later_reads = first and first_fit != SOURCES[0], later and later_fit != SOURCES[0]
+        other = (self.other_evidence(source, chain if later_reads else chain[:1])
+                 if first_reads or later_reads else None)
+        return (first_fit, other if first_reads else None), (later_fit, other if later_reads else None)
 
     def fit_of(self, model: ModuleType, source: str) -> str:
         """The key of ``model.FITS`` (:mod:`lookup.first_token` or :mod:`lookup.later_nodes`) that judges

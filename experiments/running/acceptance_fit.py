@@ -13,8 +13,7 @@ from the context while a history is kept (:data:`lookup.first_token.WITH_HISTORY
 Rows for the context's own fits come from each case replayed on its own (as ``adaptive`` drafts
 without a history); rows for the other fits, from the benchmark served as one stream of requests
 by ``adaptive:history=true`` (each case has earlier cases as its history, as ``--stream`` replays
-do). ``python experiments/traces.py fit-acceptance`` runs all three for every
-fit and prints them.
+do). ``python experiments/traces.py fit-acceptance`` runs all three for every fit and prints them.
 """
 
 from __future__ import annotations
@@ -69,14 +68,12 @@ class _Collector(TraceWrapper):
         inner = self.inner
         full, bucket = inner.candidate(budget)
         if len(full) and full.is_chain and self._context < len(self.sequence):
-            source = inner.source(bucket)
-            fits = {name: inner.fit_of(module, source) for name, module in MODELS.items()}
+            # the fit each model judges this chain by, and what the other index says for it
+            (first_fit, first_other), (later_fit, later_other) = inner.model_evidence(inner.source(bucket),
+                                                                                      full.tokens)
+            fits, seen = {"first": first_fit, "later": later_fit}, {"first": first_other, "later": later_other}
             evidence = inner.chain_evidence(full.tokens) if self.fits.intersection(fits.values()) else None
             if evidence is not None:
-                # what the other index says, for the fits that read it (all but the context's own)
-                other = (inner.other_evidence(source, full.tokens)
-                         if set(fits.values()) & self.fits - {SOURCES[0]} else None)
-                seen = {name: other if fit != SOURCES[0] else None for name, fit in fits.items()}
                 own = inner.acceptance(bucket)
                 future = self.sequence[self._context :]
                 accepted = len(accepted_path(full, future))
