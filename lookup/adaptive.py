@@ -320,25 +320,14 @@ class AdaptiveDrafter(Drafter):
         found = self.base.chain_agreement(chain)
         return None if found is None else (self.base.match_length() or 0, *found)
 
-    def context_evidence(self, chain: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
-        """For a chain from the history ([n] tokens), what the context says of it: (the context's own
-        match length, support [n], agree [n]) over the occurrences of the context's match, as the
-        wrapped drafter's ``context_agreement`` gives them (scratch arrays, valid until the next call).
-        None for a chain from the context, where the context has no match, or for a wrapped drafter
-        without that method. A query."""
-        return self.base.context_agreement(chain) if hasattr(self.base, "context_agreement") else None
-
-    def history_evidence(self, chain: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
-        """The mirror of :meth:`context_evidence`: for a chain from the context ([n] tokens), what the
-        history says of it, as the wrapped drafter's ``history_agreement`` gives it. None for a chain
-        from the history, without a history or a match there, or for a wrapped drafter without that
-        method. A query."""
-        return self.base.history_agreement(chain) if hasattr(self.base, "history_agreement") else None
-
     def other_evidence(self, source: str, chain: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
-        """What the other index says of a chain from ``source`` ([n] tokens): :meth:`context_evidence`
-        for a chain from the history, :meth:`history_evidence` for one from the context."""
-        return self.context_evidence(chain) if source != SOURCES[0] else self.history_evidence(chain)
+        """What the other index says of a chain from ``source`` ([n] tokens): for a chain from the history,
+        what the context's own match says (the wrapped drafter's ``context_agreement``); for one from
+        the context, what the history's match says (its ``history_agreement``). (that match's length,
+        support [n], agree [n]) over its occurrences (scratch arrays, valid until the next call), or
+        None where there is no such match, or the wrapped drafter has no such method. A query."""
+        ask = getattr(self.base, "context_agreement" if source != SOURCES[0] else "history_agreement", None)
+        return None if ask is None else ask(chain)
 
     @staticmethod
     def first_token_inputs(evidence: tuple[int, np.ndarray, np.ndarray], estimate: float,

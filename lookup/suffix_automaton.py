@@ -183,8 +183,9 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         remembered occurrences of the current request's match in earlier requests (each up to the end
         of its request). That match is no longer than the context's, unless nothing follows its most
         recent occurrence (the draft then comes from the context all the same). None without a
-        history, for a draft from the history, or when the history has no match. Scratch arrays, valid until the next call.
-        A query: ``adaptive:history=true``'s first-token model reads it for drafts from the context."""
+        history, for a draft from the history, or when the history has no match. Scratch arrays, valid
+        until the next call. A query: ``adaptive:history=true``'s first-token model reads it for drafts
+        from the context."""
         if self.history is None or self._history_match() is not None:
             return None
         found = self._agreement(self.history, draft, "history")
