@@ -1,7 +1,9 @@
-"""What every command-line tool here shares: one-line errors, exit codes, quiet libraries."""
+"""What every command-line tool here shares: one-line errors, exit codes, quiet libraries, the options
+for the user's own prompts."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import os
 import sys
@@ -28,6 +30,19 @@ def guarded(main: Callable[..., int | None]) -> Callable[..., int]:
             return EXIT_INTERRUPTED
 
     return wrapper
+
+
+def add_prompt_file_options(parser: argparse.ArgumentParser) -> None:
+    """``--questions``, ``--dataset``, ``--template`` and ``--category``: prompts from the user's own
+    file instead of the embedded suites (read by :func:`experiments.running.cases.select_prompts`)."""
+    parser.add_argument("--questions", default=None, metavar="FILE",
+                        help="your own prompts: a JSONL file in the MT-bench / Spec-Bench question format "
+                             "(question_id, category, turns); replaces --tasks")
+    parser.add_argument("--dataset", default=None, metavar="FILE",
+                        help="your own data: a local .jsonl/.json/.parquet file, one prompt per record via --template")
+    parser.add_argument("--template", default=None,
+                        help='prompt template for --dataset, e.g. "Summarize:\\n{article}"')
+    parser.add_argument("--category", default=None, help="category name for --questions/--dataset prompts")
 
 
 def quiet_libraries() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
 
-from experiments.cli import guarded, quiet_libraries  # noqa: E402
+from experiments.cli import add_prompt_file_options, guarded, quiet_libraries  # noqa: E402
 from lookup.specs import parse_list  # noqa: E402
 
 import lookup  # noqa: E402
@@ -36,13 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"comma-separated methods: drafter names (with :key=value params) or hf-greedy, hf-lookup "
                         f"(default: {DEFAULT_METHODS} plus every other registered drafter)")
     p.add_argument("--tasks", default=None, help="comma-separated task suites (default: all embedded)")
-    p.add_argument("--questions", default=None, metavar="FILE",
-                   help="your own prompts: a JSONL file in the MT-bench / Spec-Bench question format "
-                        "(question_id, category, turns); replaces --tasks")
-    p.add_argument("--dataset", default=None, metavar="FILE",
-                   help="your own data: a local .jsonl/.json/.parquet file, one prompt per record via --template")
-    p.add_argument("--template", default=None, help='prompt template for --dataset, e.g. "Summarize:\\n{article}"')
-    p.add_argument("--category", default=None, help="category name for --questions/--dataset prompts")
+    add_prompt_file_options(p)
     p.add_argument("--prompts", type=int, default=1, help="prompts per task (default 1; --full for all)")
     p.add_argument("--full", action="store_true", help="run every prompt of every task")
     p.add_argument("--max-new-tokens", type=int, default=128)

@@ -1,6 +1,7 @@
 """Record greedy runs once, replay any drafter against them in seconds.
 
     python experiments/traces.py record [--tasks summarization,...] [--prompts N | --full] [--max-new-tokens 128]
+    python experiments/traces.py record --questions FILE --out DIR      # your own prompts (or --dataset FILE)
     python experiments/traces.py list
     python experiments/traces.py profile [--remeasure | --check]   # --check: drift from the cached profile
     python experiments/traces.py replay --drafters suffix-automaton,unfold [--traces DIR]
@@ -16,6 +17,7 @@ made them (``experiments.benchmarks.traces``).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -33,9 +35,10 @@ from decoding.lossless import NUMERIC_MARGIN  # noqa: E402
 from experiments.benchmarks import tasks  # noqa: E402
 from experiments.benchmarks.traces import (BENCHMARK_FILE, load_trace_sets, recording_folder,  # noqa: E402
                                           shipped_folder, write_benchmark)
-from experiments.cli import guarded, quiet_libraries  # noqa: E402
+from experiments.cli import add_prompt_file_options, guarded, quiet_libraries  # noqa: E402
 from experiments.reporting.plots import write_loss_plot, write_signal_plot  # noqa: E402
 from experiments.reporting.tables import describe_profile, format_profile, loss_table, render, report  # noqa: E402
+from experiments.running.cases import check_prompts, select_prompts  # noqa: E402
 from experiments.running.explain import ALL, explain  # noqa: E402
 from experiments.running import acceptance_fit  # noqa: E402
 from experiments.running.hindsight import parse_mode as parse_hindsight_mode  # noqa: E402
@@ -52,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="greedy-decode task prompts once and store the traces")
     rec.add_argument("--tasks", default=None, help="comma-separated suites (default: all embedded)")
+    add_prompt_file_options(rec)
     rec.add_argument("--prompts", type=int, default=8, help="prompts per task (default 8)")
     rec.add_argument("--full", action="store_true", help="every prompt of every task")
     rec.add_argument("--max-new-tokens", type=int, default=128)
@@ -255,8 +259,11 @@ def check_profile(target) -> int:
 def cmd_record(args) -> int:
     if args.max_new_tokens < 1:
         raise PLDError("--max-new-tokens must be >= 1")
-    names = parse_list(args.tasks) if args.tasks else tasks.available_tasks()
-    suites = {name: tasks.load_task(name, None if args.full else args.prompts) for name in names}
+    check_prompts(args.prompts)
+    if (args.questions or args.dataset) and not args.out:
+        # the cache's folder holds the embedded suites' traces, under ids a user's file may reuse
+        raise PLDError("recording your own prompts needs a folder of their own: --out DIR")
+    suites = _suites_to_record(args)
     target = decoding.load_model(args.model, device=args.device)
     folder = Path(args.out) if args.out else (shipped_folder(target.name) if args.ship else recording_folder(target.name))
     if not args.ship and folder.resolve() == shipped_folder(target.name).resolve():
@@ -276,6 +283,20 @@ def cmd_record(args) -> int:
                                max_new_tokens=args.max_new_tokens)
         print(f"benchmark {info['hash']}: {info['cases']} cases, {info['tokens']} tokens")
     return 0
+
+
+def _suites_to_record(args) -> dict[str, list[tasks.Prompt]]:
+    """The prompts to record, per trace file: one file per embedded suite, or per category of the
+    user's own prompts (``--questions`` / ``--dataset``), named for it."""
+    if not (args.questions or args.dataset):
+        names = parse_list(args.tasks) if args.tasks else tasks.available_tasks()
+        return {name: tasks.load_task(name, None if args.full else args.prompts) for name in names}
+    suites: dict[str, list[tasks.Prompt]] = {}
+    for prompt in select_prompts(args):
+        # a category may hold anything a file name must not; the cases keep it whole
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", prompt.category).strip("-.") or "custom"
+        suites.setdefault(stem, []).append(prompt)
+    return suites
 
 
 def cmd_verify(args) -> int:
