@@ -21,8 +21,12 @@ follows some n-gram of what precedes it.
 
 Cross-request history (``history=True``): llama.cpp keeps the dynamic cache in a file
 (``--lookup-cache-dynamic``): at the end of a run it merges the context cache into it and saves
-it, and the next run loads it. Here ``reset`` starts a new request and does the same (merge, then
-save and load, which reorders each entry as reading the file does). Default off: per request.
+it, and the next run loads it. Here ``reset`` starts a new request and merges the same way. Saving
+and loading re-inserts each entry's tokens in the order they were written, which changes how ties
+would break; the port leaves that out, since no draft can see it: the dynamic cache is read with
+the strict thresholds only, whose shares (66 % or more) admit a single most frequent token, and
+with no static cache every token weighs the same. (Re-inserting every entry of a cache that grows
+with each request was most of this port's time with a history.) Default off: per request.
 
 Left out: the static cache (``--lookup-cache-static``, n-gram statistics of a large corpus made
 offline by ``llama-lookup-create``) validates drafts; we have no corpus, and llama.cpp's default
@@ -137,12 +141,6 @@ def cache_merge(target: NgramCache, add: NgramCache) -> None:
             merged.add(token, count)
 
 
-def cache_reloaded(cache: NgramCache) -> NgramCache:
-    """The cache as ``common_ngram_cache_load`` reads back what ``common_ngram_cache_save`` wrote:
-    each entry's tokens re-inserted in the order they were written (which changes ties)."""
-    return {key: StdIntMap.from_items(part.items()) for key, part in cache.items()}
-
-
 @register("peer:llamacpp-lookup")
 class LlamaCppLookup(Drafter):
     """llama.cpp's ``llama-lookup`` drafting: n-gram statistics of the context (and, with
@@ -172,9 +170,8 @@ class LlamaCppLookup(Drafter):
         self._in_request = False
 
     def reset(self, prompt: Sequence[int]) -> None:
-        if self.history and self._in_request:  # the previous run ends: merge, save, load
+        if self.history and self._in_request:  # the previous run ends: its n-grams join the dynamic cache
             cache_merge(self._nc_dynamic, self._nc_context)
-            self._nc_dynamic = cache_reloaded(self._nc_dynamic)
         self._in_request = True
         self.context = [int(t) for t in prompt]
         self._nc_context = {}
