@@ -20,3 +20,15 @@ def make_drafter(drafter: str | Drafter) -> Drafter:
         return lookup.create(name, **params)
     except (TypeError, ValueError) as exc:
         raise PLDError(f"{drafter}: {exc}") from None
+
+
+def fresh_each_request(spec: str | Drafter, where: str, instead: str) -> None:
+    """Refuse a drafter ``spec`` that asks for a history (``history=true``) where the engine builds a
+    new drafter from it for every request (``where``): it would keep none, silently. ``instead``
+    says what to do."""
+    if isinstance(spec, Drafter):
+        return
+    if make_drafter(spec).params().get("history") is True:
+        raise PLDError(f"{spec}: {where} builds a new drafter from a spec for every request, so history=true "
+                       f"would keep no history across requests; {instead}")
+

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from decoding.generate import generate as speculative_generate
-from decoding.integrations.drafters import make_drafter
+from decoding.integrations.drafters import fresh_each_request, make_drafter
 from decoding.model_target import ModelTarget
 from lookup.base import Drafter
 from lookup.errors import PLDError
@@ -63,6 +63,9 @@ def generate(model, input_ids: torch.Tensor, logits_processor=None, stopping_cri
     eos = config.eos_token_id
     sampling = dict(temperature=float(config.temperature or 1.0), top_k=int(config.top_k or 0),
                     top_p=float(config.top_p if config.top_p is not None else 1.0)) if config.do_sample else {}
+    fresh_each_request(DEFAULT_DRAFTER if drafter is None else drafter, "generate()",
+                       "pass an instance, e.g. drafter=lookup.create('adaptive', history=True), which keeps "
+                       "its history across rows and calls")
     rows = []
     for b in range(input_ids.shape[0]):
         prompt = _unpadded(input_ids[b], None if mask is None else mask[b])

@@ -50,7 +50,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from decoding.integrations.drafters import make_drafter
+from decoding.integrations.drafters import fresh_each_request, make_drafter
 from lookup.base import EMPTY_TOKENS, Draft, Drafter
 from lookup.errors import PLDError
 from lookup.policy import DecayedRate
@@ -255,7 +255,9 @@ class DrafterProposer:
     def __init__(self, vllm_config: Any = None, drafter: str | None = None,
                  num_speculative_tokens: int | None = None, batch_rule: BatchRule | bool | dict | None = None) -> None:
         self.spec = drafter or configured_drafter(vllm_config)
-        make_drafter(self.spec)  # a bad spec fails when the engine starts, not at the first step
+        # a bad spec fails when the engine starts, not at the first step
+        fresh_each_request(self.spec, "the vLLM proposer",
+                           "drop it (a history shared by vLLM's requests is not built yet)")
         k = num_speculative_tokens
         if k is None:
             k = getattr(getattr(vllm_config, "speculative_config", None), "num_speculative_tokens", None)

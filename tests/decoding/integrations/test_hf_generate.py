@@ -102,11 +102,22 @@ def test_sampling_runs_and_a_seed_repeats_it(model):
     (dict(num_beams=2), "beam search"),
     (dict(drafter="no-such-drafter"), "did you mean|unknown drafter"),
     (dict(drafter="voting:tree=maybe"), "tree must be True or False"),
+    (dict(drafter="adaptive:history=true"), "pass an instance"),  # a spec is built anew: it would keep nothing
 ])
 def test_what_cannot_be_honoured_is_one_line(model, kwargs, match):
     with pytest.raises(PLDError, match=match):
         model.generate(torch.tensor([PROMPT]), custom_generate=hf.generate, max_new_tokens=5, do_sample=False,
                        **kwargs)
+
+
+def test_an_instance_with_a_history_keeps_it_across_rows_and_calls(model):
+    drafter = lookup.create("suffix-automaton", history=True)
+    ids = torch.tensor([PROMPT, PROMPT])
+    first = model.generate(ids, custom_generate=hf.generate, drafter=drafter, max_new_tokens=12, do_sample=False)
+    assert drafter.history.requests == 1  # the first row's output, added when the second row began
+    again = model.generate(ids[:1], custom_generate=hf.generate, drafter=drafter, max_new_tokens=12, do_sample=False)
+    assert drafter.history.requests == 2
+    assert again[0].tolist() == first[0].tolist() == plain(model, PROMPT, max_new_tokens=12)
 
 
 def test_right_padding_is_refused(model):

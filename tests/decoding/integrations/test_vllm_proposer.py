@@ -70,6 +70,13 @@ def test_rows_that_move_join_and_leave_get_their_own_requests_drafts(spec):
     assert proposer.resets == 5  # one drafter per request: rows were recognised, never rebuilt
 
 
+@pytest.mark.parametrize("spec", ["adaptive:history=true", "peer:suffix-decoding:history=true"])
+def test_a_history_it_would_not_keep_is_refused_when_the_engine_starts(spec):
+    with pytest.raises(PLDError, match="history=true would keep no history"):
+        DrafterProposer(drafter=spec, num_speculative_tokens=K)
+    DrafterProposer(drafter=spec.replace("true", "false"), num_speculative_tokens=K)
+
+
 def test_a_new_request_in_a_reused_row_is_a_new_drafter():
     proposer = DrafterProposer(drafter="suffix-automaton", num_speculative_tokens=K, batch_rule=False)
     a, b = texts(2, seed=2)
