@@ -7,6 +7,7 @@
     draft = history.tokens[start:stop]
     history.agreement(draft, support, agree)   # how the match's other occurrences continue
     history.add(output)              # the request is over: what it said joins the history
+    other = history.cursor()         # another request, served beside it: its own match, the same history
 
 Drafting from the current context alone cannot propose what the context never held; a server
 answering similar requests sees the same phrases again in other requests' outputs. This index
@@ -17,7 +18,9 @@ current request that occurs in an earlier one, and the most recent such occurren
 span two earlier requests; the continuation it offers stops at the end of the request it is in.
 
 Only what a request has committed is added, and only once it is over (``add``): a stream of
-requests replayed in order gives each request a history of earlier requests only.
+requests replayed in order gives each request a history of earlier requests only. Requests served
+side by side (a serving engine's batch) share one history through cursors (:meth:`History.cursor`):
+what any of them adds, all of them see, each following its own request through it.
 
 The idea follows SuffixDecoding's global suffix tree over earlier responses (arctic-inference,
 ``suffix_decoding/cache.py``); the index is this package's suffix automaton.
@@ -36,6 +39,41 @@ from lookup.automaton import SuffixAutomaton, _as_tokens
 DEFAULT_MAX_TOKENS = 1 << 20
 
 
+class _Index:
+    """What every cursor of one history shares: the automaton over the earlier requests, where each
+    request starts in it, and a version that changes whenever they do."""
+
+    def __init__(self, max_tokens: int, occurrences: int, max_depth: int) -> None:
+        self.max_tokens = int(max_tokens)
+        self.occurrences = occurrences
+        self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
+        self.starts: list[int] = []  # start offset of each request in the index
+        self.start_array = np.zeros(0, dtype=np.int64)  # the same, for the kernels
+        self.version = 0
+
+    def add(self, request: np.ndarray) -> None:
+        if len(self.sam) + len(request) > self.max_tokens:
+            self._drop_oldest(len(request))
+        self.starts.append(len(self.sam))
+        self.sam.extend(request[-self.max_tokens:])
+        self._changed()
+
+    def _drop_oldest(self, incoming: int) -> None:
+        """Drop the oldest requests until the newest ones and ``incoming`` tokens fit in half the budget."""
+        bounds = self.starts + [len(self.sam)]
+        keep, total = len(self.starts), incoming
+        while keep > 0 and total + bounds[keep] - bounds[keep - 1] <= self.max_tokens // 2:
+            total += bounds[keep] - bounds[keep - 1]
+            keep -= 1
+        kept = self.sam.sequence[bounds[keep]:].copy()
+        self.starts = [start - bounds[keep] for start in self.starts[keep:]]
+        self.sam.reset(kept)
+
+    def _changed(self) -> None:
+        self.start_array = np.array(self.starts, dtype=np.int64)
+        self.version += 1
+
+
 class History:
     """Earlier requests (a suffix automaton over them) and the current request's match in them.
 
@@ -51,76 +89,91 @@ class History:
     def __init__(self, max_tokens: int = DEFAULT_MAX_TOKENS, occurrences: int = 1, max_depth: int = 16) -> None:
         if max_tokens < 1 or occurrences < 1:
             raise ValueError(f"max_tokens and occurrences must be >= 1, got {max_tokens} and {occurrences}")
-        self.max_tokens = int(max_tokens)
-        self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
-        self._ends = np.zeros(occurrences, dtype=np.int64)  # [occurrences] scratch for agreement()
-        self._stops = np.zeros(occurrences, dtype=np.int64)  # [occurrences] the same
-        self._starts: list[int] = []  # start offset of each request in the index
+        self._follow_index(_Index(max_tokens, occurrences, max_depth))
+
+    def _follow_index(self, index: _Index) -> None:
+        self._index = index
+        self._ends = np.zeros(index.occurrences, dtype=np.int64)  # [occurrences] scratch for agreement()
+        self._stops = np.zeros(index.occurrences, dtype=np.int64)  # [occurrences] the same
+        self._followed: list[np.ndarray] = []  # the current request's tokens, as followed
         self._state, self._length = 0, 0
-        self._indexed()
+        self._version = index.version  # of the index the state was found in
+        self._matched: tuple[int, int, int] | None = None
+
+    def cursor(self) -> "History":
+        """Another request's view of this history, served beside this one: it shares the earlier
+        requests (what either adds, both see) and follows a request of its own (empty until
+        :meth:`restart`)."""
+        other = History.__new__(History)
+        other._follow_index(self._index)
+        return other
 
     # -- the history ------------------------------------------------------------------------
     @property
+    def max_tokens(self) -> int:
+        return self._index.max_tokens
+
+    @property
     def tokens(self) -> np.ndarray:
         """Every earlier request, one after the other (a view).  # [n] int32"""
-        return self.sam.sequence
+        return self._index.sam.sequence
 
     @property
     def requests(self) -> int:
         """Earlier requests held."""
-        return len(self._starts)
+        return len(self._index.starts)
 
     def add(self, request: Sequence[int] | np.ndarray) -> None:
         """A request is over: its tokens (what the caller keeps of it: the drafters keep its output) join the
-        history. The current request's match is forgotten until :meth:`restart` (the next request's)."""
+        history, for every cursor. Each cursor's request is then followed again through the changed
+        index, when next asked (the index's states may have been split or rebuilt under it)."""
         request = _as_tokens(request)
-        if not len(request):
-            return
-        if len(self.sam) + len(request) > self.max_tokens:
-            self._drop_oldest(len(request))
-        self._starts.append(len(self.sam))
-        self.sam.extend(request[-self.max_tokens:])
-        # the index changed under the current request's match (its states may be split or rebuilt):
-        # forgotten until the next restart, which the drafters call right after adding
-        self._state, self._length = 0, 0
-        self._indexed()
-
-    def _drop_oldest(self, incoming: int) -> None:
-        """Drop the oldest requests until the newest ones and ``incoming`` tokens fit in half the budget."""
-        bounds = self._starts + [len(self.sam)]
-        keep, total = len(self._starts), incoming
-        while keep > 0 and total + bounds[keep] - bounds[keep - 1] <= self.max_tokens // 2:
-            total += bounds[keep] - bounds[keep - 1]
-            keep -= 1
-        kept = self.tokens[bounds[keep]:].copy()
-        self._starts = [start - bounds[keep] for start in self._starts[keep:]]
-        self.sam.reset(kept)
-        self._indexed()
-
-    def _indexed(self) -> None:
-        """The history changed: the request starts as an array (for the kernels), and no match remembered."""
-        self._start_array = np.array(self._starts, dtype=np.int64)
-        self._matched = None
+        if len(request):
+            self._index.add(request)
 
     # -- the current request ----------------------------------------------------------------
     def restart(self, context: Sequence[int] | np.ndarray = ()) -> None:
         """A new request begins with ``context``: its match starts over."""
+        self._followed = []
         self._state, self._length = 0, 0
+        self._version = self._index.version
         self._matched = None
         self.follow(context)
 
     def follow(self, tokens: Sequence[int] | np.ndarray) -> None:
         """The current request grows by ``tokens``."""
-        if not len(self.sam) or not len(tokens):
+        if not len(tokens):
             return
-        new = _as_tokens(tokens)
-        self._state, self._length = K.follow(self.sam.states, self.sam.table, self.sam.meta,
-                                             self._state, self._length, new, len(new))
+        new = np.array(tokens, dtype=np.int64).reshape(-1)  # a copy: kept to follow again
+        self._followed.append(new)
+        if self._current():
+            self._advance(new)
+
+    def _advance(self, new: np.ndarray) -> None:
+        sam = self._index.sam
+        if len(sam):
+            self._state, self._length = K.follow(sam.states, sam.table, sam.meta, self._state, self._length,
+                                                 new, len(new))
         self._matched = None
+
+    def _current(self) -> bool:
+        """Bring the match up to date with the index: follow the request again where the index changed
+        under it. False when it was followed again (the newest tokens included)."""
+        if self._version == self._index.version:
+            return True
+        self._version = self._index.version
+        self._state, self._length = 0, 0
+        if len(self._followed) > 1:
+            self._followed = [np.concatenate(self._followed)]
+        if self._followed:
+            self._advance(self._followed[0])
+        self._matched = None
+        return False
 
     def match_length(self) -> int:
         """The length of the current request's longest suffix found in the history (0: none), whether
         or not anything follows it there (:meth:`match` needs something to copy)."""
+        self._current()
         return int(self._length)
 
     def match(self) -> tuple[int, int, int]:
@@ -128,6 +181,7 @@ class History:
         and where the tokens after its most recent occurrence are, ``tokens[start:stop]`` (up to the
         end of the request that occurrence is in). (0, 0, 0) when nothing matches or nothing follows.
         """
+        self._current()
         if self._matched is None:  # a drafter asks several times a step: once per change is enough
             self._matched = self._find_match()
         return self._matched
@@ -135,10 +189,11 @@ class History:
     def _find_match(self) -> tuple[int, int, int]:
         if self._length <= 0:
             return 0, 0, 0
+        sam = self._index.sam
         end, stop = np.empty(1, dtype=np.int64), np.empty(1, dtype=np.int64)
-        if not K.recent_ends(self.sam.states, self._state, len(self.sam), end):
-            end[0] = self.sam.states[self._state, K.FIRST]
-        K.request_stops(self._start_array, len(self.sam), end, 1, stop)
+        if not K.recent_ends(sam.states, self._state, len(sam), end):
+            end[0] = sam.states[self._state, K.FIRST]
+        K.request_stops(self._index.start_array, len(sam), end, 1, stop)
         start = int(end[0]) + 1
         return (self._length, start, int(stop[0])) if start < stop[0] else (0, 0, 0)
 
@@ -151,8 +206,10 @@ class History:
         occurrences were read (0 when nothing matches)."""
         if len(support) < len(draft) or len(agree) < len(draft):
             raise ValueError(f"support and agree need room for the {len(draft)} draft tokens")
+        self._current()
         draft = _as_tokens(draft)  # the one array type the kernel is compiled for
-        k = int(K.recent_ends(self.sam.states, self._state, len(self.sam), self._ends)) if self._length > 0 else 0
-        K.request_stops(self._start_array, len(self.sam), self._ends, k, self._stops)
-        K.chain_agreement(self.sam.tokens, self._stops, self._ends, k, draft, support, agree)
+        sam = self._index.sam
+        k = int(K.recent_ends(sam.states, self._state, len(sam), self._ends)) if self._length > 0 else 0
+        K.request_stops(self._index.start_array, len(sam), self._ends, k, self._stops)
+        K.chain_agreement(sam.tokens, self._stops, self._ends, k, draft, support, agree)
         return k

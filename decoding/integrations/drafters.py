@@ -6,6 +6,7 @@ from __future__ import annotations
 import lookup
 from lookup.base import Drafter
 from lookup.errors import PLDError
+from lookup.history import History
 from lookup.specs import parse_spec
 
 
@@ -22,13 +23,47 @@ def make_drafter(drafter: str | Drafter) -> Drafter:
         raise PLDError(f"{drafter}: {exc}") from None
 
 
+def asks_for_history(drafter: Drafter) -> bool:
+    """Whether ``drafter`` was made to keep a history across requests (``history=True``)."""
+    return drafter.params().get("history") is True
+
+
 def fresh_each_request(spec: str | Drafter, where: str, instead: str) -> None:
     """Refuse a drafter ``spec`` that asks for a history (``history=true``) where the engine builds a
     new drafter from it for every request (``where``): it would keep none, silently. ``instead``
     says what to do."""
-    if isinstance(spec, Drafter):
-        return
-    if make_drafter(spec).params().get("history") is True:
+    if not isinstance(spec, Drafter) and asks_for_history(make_drafter(spec)):
         raise PLDError(f"{spec}: {where} builds a new drafter from a spec for every request, so history=true "
                        f"would keep no history across requests; {instead}")
+
+
+def _history_holder(drafter: Drafter, depth: int = 0) -> Drafter | None:
+    """The drafter, ``drafter`` or one it wraps, whose ``history`` is a :class:`lookup.history.History`."""
+    if isinstance(getattr(drafter, "history", None), History):
+        return drafter
+    if depth < 4:  # wrappers wrap a drafter or two, not chains of them
+        for value in vars(drafter).values():
+            if isinstance(value, Drafter):
+                holder = _history_holder(value, depth + 1)
+                if holder is not None:
+                    return holder
+    return None
+
+
+def history_of(drafter: Drafter) -> History | None:
+    """The :class:`lookup.history.History` ``drafter`` keeps (or a drafter it wraps keeps): the one
+    kind of history that requests served side by side can share (:func:`share_history`). None for a
+    drafter without one, or whose history is of another kind (the peers')."""
+    holder = _history_holder(drafter)
+    return None if holder is None else holder.history
+
+
+def share_history(drafter: Drafter, history: History) -> None:
+    """Make a new drafter (before its first ``reset``) draft from ``history``, shared with other
+    requests, through a cursor of its own (:meth:`lookup.history.History.cursor`), instead of the
+    history it was made with."""
+    holder = _history_holder(drafter)
+    if holder is None:
+        raise PLDError(f"{drafter!r} keeps no history that requests can share")
+    holder.history = history.cursor()
 

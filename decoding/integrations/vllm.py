@@ -36,6 +36,12 @@ tokens whatever was sent) and a row that drafted nothing still learns. Configure
 ``additional_config={"pld_lab": {"batch_rule": {...}}}`` (``BatchRule``'s fields), or
 ``"batch_rule": false`` to send every offered draft whole.
 
+History: with a drafter spec that keeps a history of earlier requests (``history=true``, in a
+:class:`lookup.history.History`: ``suffix-automaton`` and ``adaptive``), every request's drafter
+shares one: each follows its own request through it (a cursor), and a request's output (its tokens
+after its first row's prompt) joins it once no row has continued the request for
+``KEEP_ABSENT_STEPS`` steps. A history of another kind (the peers') is refused when the engine starts.
+
 This module imports no vLLM: the proposer is plain Python over numpy arrays, and the drafter is
 chosen without code: ``additional_config={"pld_lab": {"drafter": SPEC}}``, else the environment
 variable ``PLD_LAB_DRAFTER``, else ``DEFAULT_DRAFTER``. SPEC is a name, a ``name:key=value`` spec or a
@@ -50,7 +56,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from decoding.integrations.drafters import fresh_each_request, make_drafter
+from decoding.integrations.drafters import asks_for_history, history_of, make_drafter, share_history
 from lookup.base import EMPTY_TOKENS, Draft, Drafter
 from lookup.errors import PLDError
 from lookup.policy import DecayedRate
@@ -168,6 +174,7 @@ class _Request:
     #: offered drafts the committed tokens have not yet decided: (tokens seen when offered, the draft)
     pending: list[tuple[int, np.ndarray]] = field(default_factory=list)
     absent: int = 0  # steps since a row last matched it
+    prompt: int = 0  # tokens of its first row that came before its output
 
     def extends(self, row: np.ndarray) -> bool:
         """Whether ``row`` ([m] token ids) continues the tokens this request has seen."""
@@ -255,9 +262,13 @@ class DrafterProposer:
     def __init__(self, vllm_config: Any = None, drafter: str | None = None,
                  num_speculative_tokens: int | None = None, batch_rule: BatchRule | bool | dict | None = None) -> None:
         self.spec = drafter or configured_drafter(vllm_config)
-        # a bad spec fails when the engine starts, not at the first step
-        fresh_each_request(self.spec, "the vLLM proposer",
-                           "drop it (a history shared by vLLM's requests is not built yet)")
+        probe = make_drafter(self.spec)  # a bad spec fails when the engine starts, not at the first step
+        #: with ``history=true``, the history every request's drafter shares (finished requests' outputs)
+        self.history = history_of(probe) if asks_for_history(probe) else None
+        if asks_for_history(probe) and self.history is None:
+            raise PLDError(f"{self.spec}: its history cannot be shared by the requests vLLM serves side by side "
+                           "(only lookup.history.History can, as suffix-automaton and adaptive keep it); "
+                           "drop history=true")
         k = num_speculative_tokens
         if k is None:
             k = getattr(getattr(vllm_config, "speculative_config", None), "num_speculative_tokens", None)
@@ -302,9 +313,12 @@ class DrafterProposer:
             if all(request is not t for t in taken) and request.extends(row):
                 return request
         drafter = make_drafter(self.spec)
+        if self.history is not None:
+            share_history(drafter, self.history)
         drafter.reset(row.tolist())
         rates = self.rule.new_rates(self.k) if self.rule is not None else None
-        self.kept.append(_Request(drafter, row.copy(), rates))
+        # its first row is the prompt and the first token sampled: the output starts there
+        self.kept.append(_Request(drafter, row.copy(), rates, prompt=max(len(row) - 1, 0)))
         self.resets += 1
         return self.kept[-1]
 
@@ -313,5 +327,8 @@ class DrafterProposer:
         seen = {id(r) for r in slots.values()}
         for request in self.kept:
             request.absent = 0 if id(request) in seen else request.absent + 1
+            if request.absent == KEEP_ABSENT_STEPS and self.history is not None:
+                # done (or preempted: if it comes back, it is a new request whose prompt holds this)
+                self.history.add(request.tokens[request.prompt:])
         self.kept = [r for r in self.kept if r.absent < KEEP_ABSENT_STEPS]
         self.by_slot = slots

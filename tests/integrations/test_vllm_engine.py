@@ -1,7 +1,8 @@
 """Our proposer inside the real vLLM engine (``make test-vllm``; skipped where vLLM is not installed).
 
 SmolLM2 at batch 4, requests of different lengths finishing at different times: the output with
-our drafters proposing equals vLLM's own without speculation, and drafts are accepted.
+our drafters proposing equals vLLM's own without speculation, and drafts are accepted; with a history
+shared by the requests, a second batch of the same requests gets more of its drafts accepted.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ SCRIPT = Path(__file__).with_name("vllm_generate.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def generate(drafter: str | None = None) -> dict:
+def generate(drafter: str | None = None, passes: int = 1) -> dict:
     model = os.environ.get("PLD_LAB_MODEL_DIR")
     if not model:
         pytest.skip("PLD_LAB_MODEL_DIR (the converted embedded model) is not set; run `make test-vllm`")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, str(SCRIPT), model, *([drafter] if drafter else [])], capture_output=True,
-                         text=True, timeout=600, env=env)
+    args = [drafter, str(passes)] if drafter else []
+    out = subprocess.run([sys.executable, str(SCRIPT), model, *args], capture_output=True, text=True, timeout=600,
+                         env=env)
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
     assert out.returncode == 0 and lines, out.stderr[-3000:]
     return json.loads(lines[-1][len("RESULT "):])
@@ -44,3 +46,14 @@ def test_our_drafters_inside_vllm_keep_its_output_and_get_drafts_accepted(plain,
     assert len({len(t) for t in plain["tokens"]}) > 1  # the requests did finish at different times
     assert ours["metrics"]["vllm:spec_decode_num_drafts"] > 0
     assert ours["metrics"]["vllm:spec_decode_num_accepted_tokens"] > 0
+
+
+def test_a_history_shared_by_vllms_requests_keeps_its_output_and_copies_earlier_answers(plain):
+    # the same four requests twice, one batch after the other: with a history, the second batch's
+    # drafts can copy the first batch's answers
+    per_request = generate("adaptive", passes=2)
+    shared = generate("adaptive:history=true", passes=2)
+    assert shared["passes"] == per_request["passes"] == [plain["tokens"]] * 2
+    accepted = [r["metrics"]["vllm:spec_decode_num_accepted_tokens"] for r in (per_request, shared)]
+    assert accepted[1] > 1.2 * accepted[0], accepted
+

@@ -1,6 +1,9 @@
 """Run vLLM on the embedded model, with or without our proposer, and print what it generated as JSON.
 
-    python tests/integrations/vllm_generate.py MODEL_DIR [DRAFTER_SPEC]
+    python tests/integrations/vllm_generate.py MODEL_DIR [DRAFTER_SPEC [PASSES]]
+
+With PASSES = 2 the same requests are served twice, one batch after the other (a drafter that keeps
+a history can copy the second batch's answers from the first's).
 
 A script of its own (not a test module): vLLM spawns its engine process, which must be started
 under ``if __name__ == "__main__"``.
@@ -24,7 +27,7 @@ TEXTS = [
 MAX_TOKENS = [96, 64, 80, 48]  # requests of different lengths, finishing at different times
 
 
-def main(model: str, drafter: str | None) -> dict:
+def main(model: str, drafter: str | None, passes: int = 1) -> dict:
     from transformers import AutoTokenizer
     from vllm import LLM, SamplingParams
 
@@ -39,12 +42,16 @@ def main(model: str, drafter: str | None) -> dict:
                                           "model": "decoding.integrations.vllm.DrafterProposer"}
         settings["additional_config"] = {"pld_lab": {"drafter": drafter}}
     llm = LLM(**settings)
-    outputs = llm.generate(prompts, [SamplingParams(temperature=0, max_tokens=n) for n in MAX_TOKENS])
+    tokens = []
+    for _ in range(passes):
+        outputs = llm.generate(prompts, [SamplingParams(temperature=0, max_tokens=n) for n in MAX_TOKENS])
+        tokens.append([list(o.outputs[0].token_ids) for o in outputs])
     metrics = {m.name: getattr(m, "value", getattr(m, "values", None)) for m in llm.get_metrics()
                if m.name.startswith("vllm:spec_decode")}
-    return {"tokens": [list(o.outputs[0].token_ids) for o in outputs], "metrics": metrics}
+    return {"tokens": tokens[0], "passes": tokens, "metrics": metrics}
 
 
 if __name__ == "__main__":
-    result = main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
+    result = main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None,
+                  int(sys.argv[3]) if len(sys.argv) > 3 else 1)
     print("RESULT " + json.dumps(result, default=list))

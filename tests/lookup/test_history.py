@@ -110,7 +110,7 @@ def test_agreement_reads_the_most_recent_occurrences_each_within_its_request(ear
     assert (support.tolist(), agree.tolist()) == (want_support, want_agree)
 
 
-def test_adding_a_request_forgets_the_current_match_until_a_restart():
+def test_adding_a_request_follows_the_current_one_again_through_the_changed_index():
     history = History(max_tokens=8)
     history.add([1, 2, 3, 4])
     history.restart([9, 2, 3])
@@ -118,12 +118,46 @@ def test_adding_a_request_forgets_the_current_match_until_a_restart():
     history.add([5, 6, 7, 8, 1])  # past the budget: the oldest request goes, the index is rebuilt
     support, agree = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     assert history.match() == (0, 0, 0) and history.agreement(np.array([4]), support, agree) == 0
-    history.restart([6, 7])
+    history.follow([6, 7])
     assert history.match() == (2, 3, 5)
-    history.add([6, 7, 2])  # no drop: still forgotten, not stale
-    assert history.match() == (0, 0, 0)
-    history.restart([6, 7])
-    assert history.match() == (2, 7, 8)  # the most recent occurrence now, then the end of its request
+    history.add([6, 7, 2])  # no drop: the newest occurrence is in the new request
+    assert history.match() == (2, 7, 8)
+    assert history.match_length() == 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(["add", "follow", "restart"]), st.integers(0, 2),
+                              st.lists(st.integers(0, 3), max_size=8)), max_size=25),
+       budget=st.sampled_from([12, 1 << 20]))
+def test_cursors_share_what_is_added_and_each_follows_its_own_request(ops, budget):
+    # Three requests served side by side, each through its own cursor of one history; whatever the
+    # interleaving, each cursor matches as a history built afresh from the same requests would.
+    root = History(max_tokens=budget, occurrences=3, max_depth=1 << 30)
+    cursors = [root, root.cursor(), root.cursor()]
+    seen: list[list[int]] = [[], [], []]
+    added: list[list[int]] = []
+    for op, who, tokens in ops:
+        if op == "add":
+            cursors[who].add(tokens)
+            if tokens:
+                added.append(tokens)
+        elif op == "follow":
+            cursors[who].follow(tokens)
+            seen[who] += tokens
+        else:
+            cursors[who].restart(tokens)
+            seen[who] = list(tokens)
+        fresh = History(max_tokens=budget, occurrences=3, max_depth=1 << 30)
+        for request in added:
+            fresh.add(request)
+        for cursor, request in zip(cursors, seen):
+            fresh.restart(request)
+            assert cursor.tokens.tolist() == fresh.tokens.tolist()
+            assert cursor.match() == fresh.match() and cursor.match_length() == fresh.match_length()
+            draft = np.array(request[-2:] or [0], dtype=np.int64)
+            got = [np.zeros(len(draft), dtype=np.int64) for _ in range(4)]
+            assert cursor.agreement(draft, got[0], got[1]) == fresh.agreement(draft, got[2], got[3])
+            assert got[0].tolist() == got[2].tolist() and got[1].tolist() == got[3].tolist()
 
 
 def test_history_rejects_a_budget_below_one():

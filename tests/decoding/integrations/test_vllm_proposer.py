@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import lookup
-from decoding.integrations.vllm import BatchRule, DrafterProposer, batch_cut, configured_drafter, first_chain
+from decoding.integrations.vllm import (KEEP_ABSENT_STEPS, BatchRule, DrafterProposer, batch_cut, configured_drafter,
+                                       first_chain)
 from lookup.base import Draft
 from lookup.errors import PLDError
 
@@ -70,11 +71,45 @@ def test_rows_that_move_join_and_leave_get_their_own_requests_drafts(spec):
     assert proposer.resets == 5  # one drafter per request: rows were recognised, never rebuilt
 
 
-@pytest.mark.parametrize("spec", ["adaptive:history=true", "peer:suffix-decoding:history=true"])
-def test_a_history_it_would_not_keep_is_refused_when_the_engine_starts(spec):
-    with pytest.raises(PLDError, match="history=true would keep no history"):
+@pytest.mark.parametrize("spec", ["suffix-automaton:history=true", "adaptive:history=true"])
+def test_requests_draft_from_the_outputs_of_requests_that_finished(spec):
+    proposer = DrafterProposer(drafter=spec, num_speculative_tokens=K, batch_rule=False)
+    batch = Batch()
+    a = [1, 2, 3] + [40, 41, 42, 43, 44, 45, 46]  # a prompt, then the output
+    for n in range(4, len(a) + 1):  # its first row: the prompt and the first token sampled
+        batch.call(proposer, [a[:n]])
+    b = [7, 8, 9, 10] * 10  # another request, while the first one is gone ...
+    for n in range(5, 5 + KEEP_ABSENT_STEPS):
+        assert proposer.history.requests == 0
+        batch.call(proposer, [b[:n]])
+    assert proposer.history.requests == 1  # ... until it is forgotten: its output joins the history
+    assert proposer.history.tokens.tolist() == a[3:]
+    c = [20, 21, 40, 41]  # a new request that ends as the first one's output began
+    got_b, got_c = batch.call(proposer, [b[:13], c])
+    assert got_c and got_c == [42, 43, 44, 45][: len(got_c)]  # adaptive may send fewer
+    assert reference("suffix-automaton", c)[:1] != [42]  # its own context does not hold them
+    if spec.startswith("suffix-automaton"):
+        assert (got_b, got_c) == (reference("suffix-automaton", b[:13]), [42, 43, 44, 45])
+
+
+def test_a_request_served_alongside_sees_what_finishes_meanwhile():
+    proposer = DrafterProposer(drafter="suffix-automaton:history=true", num_speculative_tokens=K, batch_rule=False)
+    batch = Batch()
+    a, c = [1, 2, 3, 40, 41, 42, 43, 44, 45], [20, 21, 30, 40]
+    for n in range(4, len(a) + 1):
+        batch.call(proposer, [a[:n], c[:3]])
+    assert batch.call(proposer, [c[:3]]) == [reference("suffix-automaton", c[:3])]
+    for _ in range(KEEP_ABSENT_STEPS - 1):
+        batch.call(proposer, [c[:3]])
+    assert proposer.history.requests == 1
+    assert batch.call(proposer, [c]) == [[41, 42, 43, 44]]  # the live request's drafter follows it there
+
+
+@pytest.mark.parametrize("spec", ["peer:suffix-decoding:history=true", "peer:llamacpp-lookup:history=true"])
+def test_a_history_requests_cannot_share_is_refused_when_the_engine_starts(spec):
+    with pytest.raises(PLDError, match="cannot be shared"):
         DrafterProposer(drafter=spec, num_speculative_tokens=K)
-    DrafterProposer(drafter=spec.replace("true", "false"), num_speculative_tokens=K)
+    assert DrafterProposer(drafter=spec.replace("true", "false"), num_speculative_tokens=K).history is None
 
 
 def test_a_new_request_in_a_reused_row_is_a_new_drafter():
