@@ -37,6 +37,34 @@ from lookup.automaton import SuffixAutomaton, _as_tokens
 
 #: tokens kept by default; past it the oldest requests are dropped (the index is rebuilt)
 DEFAULT_MAX_TOKENS = 1 << 20
+#: a cursor's newest tokens kept to follow again when the index changes under it: a match found
+#: afresh is at most this long (drafts copy far fewer tokens), and following again costs this much
+REFOLLOW_TOKENS = 1024
+
+
+class _Recent:
+    """The newest ``REFOLLOW_TOKENS`` or more tokens of a request, appended in amortised O(1)."""
+
+    def __init__(self) -> None:
+        self.buffer = np.zeros(2 * REFOLLOW_TOKENS, dtype=np.int64)  # [2W] the newest tokens at [:size]
+        self.size = 0
+
+    def clear(self) -> None:
+        self.size = 0
+
+    def append(self, new: np.ndarray) -> None:
+        if len(new) >= REFOLLOW_TOKENS:  # these alone fill the window
+            new, self.size = new[-REFOLLOW_TOKENS:], 0
+        elif self.size + len(new) > len(self.buffer):  # full: keep the newest W - len(new), then append
+            keep = REFOLLOW_TOKENS - len(new)
+            self.buffer[:keep] = self.buffer[self.size - keep:self.size].copy()
+            self.size = keep
+        self.buffer[self.size:self.size + len(new)] = new
+        self.size += len(new)
+
+    def tokens(self) -> np.ndarray:
+        """The newest tokens, at most 2 W of them (a view).  # [m] int64"""
+        return self.buffer[:self.size]
 
 
 class _Index:
@@ -95,7 +123,7 @@ class History:
         self._index = index
         self._ends = np.zeros(index.occurrences, dtype=np.int64)  # [occurrences] scratch for agreement()
         self._stops = np.zeros(index.occurrences, dtype=np.int64)  # [occurrences] the same
-        self._followed: list[np.ndarray] = []  # the current request's tokens, as followed
+        self._recent = _Recent()  # the current request's newest tokens, to follow again
         self._state, self._length = 0, 0
         self._version = index.version  # of the index the state was found in
         self._matched: tuple[int, int, int] | None = None
@@ -125,8 +153,9 @@ class History:
 
     def add(self, request: Sequence[int] | np.ndarray) -> None:
         """A request is over: its tokens (what the caller keeps of it: the drafters keep its output) join the
-        history, for every cursor. Each cursor's request is then followed again through the changed
-        index, when next asked (the index's states may have been split or rebuilt under it)."""
+        history, for every cursor. Each cursor's request (its newest :data:`REFOLLOW_TOKENS`) is then
+        followed again through the changed index, when next asked (the index's states may have been
+        split or rebuilt under it). A drafter adds and then restarts, which follows afresh anyway."""
         request = _as_tokens(request)
         if len(request):
             self._index.add(request)
@@ -134,7 +163,7 @@ class History:
     # -- the current request ----------------------------------------------------------------
     def restart(self, context: Sequence[int] | np.ndarray = ()) -> None:
         """A new request begins with ``context``: its match starts over."""
-        self._followed = []
+        self._recent.clear()
         self._state, self._length = 0, 0
         self._version = self._index.version
         self._matched = None
@@ -144,8 +173,8 @@ class History:
         """The current request grows by ``tokens``."""
         if not len(tokens):
             return
-        new = np.array(tokens, dtype=np.int64).reshape(-1)  # a copy: kept to follow again
-        self._followed.append(new)
+        new = _as_tokens(tokens)
+        self._recent.append(new)
         if self._current():
             self._advance(new)
 
@@ -163,10 +192,10 @@ class History:
             return True
         self._version = self._index.version
         self._state, self._length = 0, 0
-        if len(self._followed) > 1:
-            self._followed = [np.concatenate(self._followed)]
-        if self._followed:
-            self._advance(self._followed[0])
+        # the newest tokens only: a longer match than they hold is rare and no draft needs it
+        recent = self._recent.tokens()
+        if len(recent):
+            self._advance(np.ascontiguousarray(recent[-REFOLLOW_TOKENS:]))
         self._matched = None
         return False
 

@@ -84,8 +84,9 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             into the current suffix), copy from the earliest occurrence instead. The earliest
             occurrence of the match has the longest continuation there is.
         history: keep the outputs of the requests served before (each added at the ``reset``
-            that starts the next) and copy from the most recent occurrence there when the history
-            holds a longer match of the context's suffix than the context itself.
+            that starts the next; or, where requests share one history, by whoever serves them:
+            vLLM's proposer) and copy from the most recent occurrence there when the history holds
+            a longer match of the context's suffix than the context itself.
         history_tokens: tokens of history kept (the oldest requests go first).
         occurrences: earlier occurrences the automaton remembers per match (the most recent ones),
             for :meth:`chain_agreement`; the draft always copies from the most recent or the earliest.

@@ -23,31 +23,34 @@ def make_drafter(drafter: str | Drafter) -> Drafter:
         raise PLDError(f"{drafter}: {exc}") from None
 
 
+def _wrapped(drafter: Drafter, depth: int = 0):
+    """``drafter`` and the drafters it wraps (``adaptive``'s base, say), found in its attributes."""
+    yield drafter
+    if depth < 4:  # wrappers wrap a drafter or two, not chains of them
+        for value in vars(drafter).values():
+            if isinstance(value, Drafter):
+                yield from _wrapped(value, depth + 1)
+
+
 def asks_for_history(drafter: Drafter) -> bool:
-    """Whether ``drafter`` was made to keep a history across requests (``history=True``)."""
-    return drafter.params().get("history") is True
+    """Whether ``drafter``, or a drafter it wraps, was made to keep a history across requests
+    (``history=True``)."""
+    return any(d.params().get("history") is True for d in _wrapped(drafter))
 
 
 def fresh_each_request(spec: str | Drafter, where: str, instead: str) -> None:
     """Refuse a drafter ``spec`` that asks for a history (``history=true``) where the engine builds a
     new drafter from it for every request (``where``): it would keep none, silently. ``instead``
     says what to do."""
-    if not isinstance(spec, Drafter) and asks_for_history(make_drafter(spec)):
+    # a spec that never says "history" keeps none: no drafter is built to ask
+    if isinstance(spec, str) and "history" in spec and asks_for_history(make_drafter(spec)):
         raise PLDError(f"{spec}: {where} builds a new drafter from a spec for every request, so history=true "
                        f"would keep no history across requests; {instead}")
 
 
-def _history_holder(drafter: Drafter, depth: int = 0) -> Drafter | None:
+def _history_holder(drafter: Drafter) -> Drafter | None:
     """The drafter, ``drafter`` or one it wraps, whose ``history`` is a :class:`lookup.history.History`."""
-    if isinstance(getattr(drafter, "history", None), History):
-        return drafter
-    if depth < 4:  # wrappers wrap a drafter or two, not chains of them
-        for value in vars(drafter).values():
-            if isinstance(value, Drafter):
-                holder = _history_holder(value, depth + 1)
-                if holder is not None:
-                    return holder
-    return None
+    return next((d for d in _wrapped(drafter) if isinstance(getattr(d, "history", None), History)), None)
 
 
 def history_of(drafter: Drafter) -> History | None:
@@ -66,4 +69,3 @@ def share_history(drafter: Drafter, history: History) -> None:
     if holder is None:
         raise PLDError(f"{drafter!r} keeps no history that requests can share")
     holder.history = history.cursor()
-

@@ -40,7 +40,7 @@ History: with a drafter spec that keeps a history of earlier requests (``history
 :class:`lookup.history.History`: ``suffix-automaton`` and ``adaptive``), every request's drafter
 shares one: each follows its own request through it (a cursor), and a request's output (its tokens
 after its first row's prompt) joins it once no row has continued the request for
-``KEEP_ABSENT_STEPS`` steps. A history of another kind (the peers') is refused when the engine starts.
+``KEEP_ABSENT_STEPS`` steps (steps are ``propose`` calls: an idle engine adds nothing). A history of another kind (the peers') is refused when the engine starts.
 
 This module imports no vLLM: the proposer is plain Python over numpy arrays, and the drafter is
 chosen without code: ``additional_config={"pld_lab": {"drafter": SPEC}}``, else the environment
@@ -323,7 +323,8 @@ class DrafterProposer:
         return self.kept[-1]
 
     def _age(self, slots: dict[int, _Request]) -> None:
-        """Forget requests no row has continued for KEEP_ABSENT_STEPS steps (they finished)."""
+        """Forget requests no row has continued for KEEP_ABSENT_STEPS steps (they finished); with a
+        shared history, their outputs join it then."""
         seen = {id(r) for r in slots.values()}
         for request in self.kept:
             request.absent = 0 if id(request) in seen else request.absent + 1

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import lookup
 from lookup.adaptive import SOURCES
+from lookup import history as history_module
 from lookup.history import History
 
 
@@ -125,18 +126,19 @@ def test_adding_a_request_follows_the_current_one_again_through_the_changed_inde
     assert history.match_length() == 2
 
 
-@settings(max_examples=150, deadline=None)
-@given(ops=st.lists(st.tuples(st.sampled_from(["add", "follow", "restart"]), st.integers(0, 2),
-                              st.lists(st.integers(0, 3), max_size=8)), max_size=25),
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(["add", "follow", "restart", "check", "cursor"]), st.integers(0, 2),
+                              st.lists(st.integers(0, 3), max_size=8)), max_size=30),
        budget=st.sampled_from([12, 1 << 20]))
 def test_cursors_share_what_is_added_and_each_follows_its_own_request(ops, budget):
     # Three requests served side by side, each through its own cursor of one history; whatever the
-    # interleaving, each cursor matches as a history built afresh from the same requests would.
+    # interleaving (adds and follows with no query between them included), each cursor matches as a
+    # history built afresh from the same requests would.
     root = History(max_tokens=budget, occurrences=3, max_depth=1 << 30)
     cursors = [root, root.cursor(), root.cursor()]
     seen: list[list[int]] = [[], [], []]
     added: list[list[int]] = []
-    for op, who, tokens in ops:
+    for op, who, tokens in [*ops, ("check", 0, [])]:
         if op == "add":
             cursors[who].add(tokens)
             if tokens:
@@ -144,20 +146,52 @@ def test_cursors_share_what_is_added_and_each_follows_its_own_request(ops, budge
         elif op == "follow":
             cursors[who].follow(tokens)
             seen[who] += tokens
-        else:
+        elif op == "restart":
             cursors[who].restart(tokens)
             seen[who] = list(tokens)
-        fresh = History(max_tokens=budget, occurrences=3, max_depth=1 << 30)
-        for request in added:
-            fresh.add(request)
-        for cursor, request in zip(cursors, seen):
-            fresh.restart(request)
-            assert cursor.tokens.tolist() == fresh.tokens.tolist()
-            assert cursor.match() == fresh.match() and cursor.match_length() == fresh.match_length()
-            draft = np.array(request[-2:] or [0], dtype=np.int64)
-            got = [np.zeros(len(draft), dtype=np.int64) for _ in range(4)]
-            assert cursor.agreement(draft, got[0], got[1]) == fresh.agreement(draft, got[2], got[3])
-            assert got[0].tolist() == got[2].tolist() and got[1].tolist() == got[3].tolist()
+        elif op == "cursor":  # a new request, served from now on
+            cursors[who], seen[who] = root.cursor(), []
+        else:
+            fresh = History(max_tokens=budget, occurrences=3, max_depth=1 << 30)
+            for request in added:
+                fresh.add(request)
+            for cursor, request in zip(cursors, seen):
+                fresh.restart(request)
+                assert cursor.tokens.tolist() == fresh.tokens.tolist()
+                assert cursor.match() == fresh.match() and cursor.match_length() == fresh.match_length()
+                draft = np.array(request[-2:] or [0], dtype=np.int64)
+                got = [np.zeros(len(draft), dtype=np.int64) for _ in range(4)]
+                assert cursor.agreement(draft, got[0], got[1]) == fresh.agreement(draft, got[2], got[3])
+                assert got[0].tolist() == got[2].tolist() and got[1].tolist() == got[3].tolist()
+
+
+def test_a_request_is_followed_again_by_its_newest_tokens_only(monkeypatch):
+    monkeypatch.setattr(history_module, "REFOLLOW_TOKENS", 4)
+    history = History()
+    request = [1, 2, 3, 4, 5, 6, 7]
+    history.restart(request[:3])
+    history.follow(request[3:])
+    history.add(request + [9])  # the whole request, and what followed it there
+    assert history.match_length() == 4  # found afresh from the newest 4 tokens: capped there
+    assert history.match() == (4, 7, 8)
+    history.follow([9])
+    assert history.match_length() == 5  # and it grows again as the request does
+
+
+WINDOW = 5
+
+
+@given(chunks=st.lists(st.lists(st.integers(0, 9), max_size=12), max_size=40))
+def test_a_cursor_keeps_its_newest_tokens_whatever_the_appends(chunks):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(history_module, "REFOLLOW_TOKENS", WINDOW)
+        recent, every = history_module._Recent(), []
+        for chunk in chunks:
+            recent.append(np.array(chunk, dtype=np.int64))
+            every += chunk
+            kept = recent.tokens().tolist()
+            assert len(kept) >= min(len(every), WINDOW)
+            assert kept == every[len(every) - len(kept):]
 
 
 def test_history_rejects_a_budget_below_one():

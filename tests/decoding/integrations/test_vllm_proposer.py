@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import lookup
+from decoding.integrations.drafters import fresh_each_request
 from decoding.integrations.vllm import (KEEP_ABSENT_STEPS, BatchRule, DrafterProposer, batch_cut, configured_drafter,
                                        first_chain)
 from lookup.base import Draft
@@ -95,14 +96,22 @@ def test_requests_draft_from_the_outputs_of_requests_that_finished(spec):
 def test_a_request_served_alongside_sees_what_finishes_meanwhile():
     proposer = DrafterProposer(drafter="suffix-automaton:history=true", num_speculative_tokens=K, batch_rule=False)
     batch = Batch()
-    a, c = [1, 2, 3, 40, 41, 42, 43, 44, 45], [20, 21, 30, 40]
-    for n in range(4, len(a) + 1):
-        batch.call(proposer, [a[:n], c[:3]])
-    assert batch.call(proposer, [c[:3]]) == [reference("suffix-automaton", c[:3])]
-    for _ in range(KEEP_ABSENT_STEPS - 1):
-        batch.call(proposer, [c[:3]])
+    a, c = [1, 2, 3, 40, 41, 42, 43, 44, 45], [20, 21, 30, 40, 41, 42]
+    for n in range(4, len(a) + 1):  # c runs beside a, its first tokens followed while the history is empty
+        batch.call(proposer, [a[:n], c[:5]])
+    for _ in range(KEEP_ABSENT_STEPS):
+        assert proposer.history.requests == 0
+        assert batch.call(proposer, [c[:5]]) == [reference("suffix-automaton", c[:5])]
     assert proposer.history.requests == 1
-    assert batch.call(proposer, [c]) == [[41, 42, 43, 44]]  # the live request's drafter follows it there
+    # with no new token, c's drafter finds its request again in the history that changed under it
+    assert batch.call(proposer, [c[:5]]) == [[42, 43, 44, 45]]
+    assert batch.call(proposer, [c]) == [[43, 44, 45]]  # then follows on (nothing followed twice)
+
+
+def test_a_wrapped_drafters_history_counts_as_asked_for():
+    with pytest.raises(PLDError, match="pass an instance"):
+        fresh_each_request("adaptive:base_params={'history': True}", "generate()", "pass an instance")
+    assert DrafterProposer(drafter="adaptive:base_params={'history': True}", num_speculative_tokens=K).history
 
 
 @pytest.mark.parametrize("spec", ["peer:suffix-decoding:history=true", "peer:llamacpp-lookup:history=true"])
