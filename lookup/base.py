@@ -179,6 +179,14 @@ class Drafter(abc.ABC):
         """Parameters worth logging (JSON-serialisable)."""
         return {}
 
+    def wrapped(self) -> "list[Drafter]":
+        """This drafter and every drafter it wraps (``adaptive``'s base, say), found in its attributes."""
+        out: list[Drafter] = [self]
+        for value in getattr(self, "__dict__", {}).values():  # a drafter with __slots__ wraps none we can see
+            if isinstance(value, Drafter) and value is not self:
+                out += value.wrapped()
+        return out
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({args})"

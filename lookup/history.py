@@ -195,7 +195,7 @@ class History:
         # the newest tokens only: a longer match than they hold is rare and no draft needs it
         recent = self._recent.tokens()
         if len(recent):
-            self._advance(np.ascontiguousarray(recent[-REFOLLOW_TOKENS:]))
+            self._advance(recent[-REFOLLOW_TOKENS:])  # a slice of a 1-d buffer: contiguous
         self._matched = None
         return False
 

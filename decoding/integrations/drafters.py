@@ -23,19 +23,10 @@ def make_drafter(drafter: str | Drafter) -> Drafter:
         raise PLDError(f"{drafter}: {exc}") from None
 
 
-def _wrapped(drafter: Drafter, depth: int = 0):
-    """``drafter`` and the drafters it wraps (``adaptive``'s base, say), found in its attributes."""
-    yield drafter
-    if depth < 4:  # wrappers wrap a drafter or two, not chains of them
-        for value in vars(drafter).values():
-            if isinstance(value, Drafter):
-                yield from _wrapped(value, depth + 1)
-
-
 def asks_for_history(drafter: Drafter) -> bool:
     """Whether ``drafter``, or a drafter it wraps, was made to keep a history across requests
     (``history=True``)."""
-    return any(d.params().get("history") is True for d in _wrapped(drafter))
+    return any(d.params().get("history") is True for d in drafter.wrapped())
 
 
 def fresh_each_request(spec: str | Drafter, where: str, instead: str) -> None:
@@ -50,7 +41,7 @@ def fresh_each_request(spec: str | Drafter, where: str, instead: str) -> None:
 
 def _history_holder(drafter: Drafter) -> Drafter | None:
     """The drafter, ``drafter`` or one it wraps, whose ``history`` is a :class:`lookup.history.History`."""
-    return next((d for d in _wrapped(drafter) if isinstance(getattr(d, "history", None), History)), None)
+    return next((d for d in drafter.wrapped() if isinstance(getattr(d, "history", None), History)), None)
 
 
 def history_of(drafter: Drafter) -> History | None:

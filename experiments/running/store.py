@@ -75,12 +75,7 @@ def _classes(obj: object) -> list[type]:
     wraps (``adaptive``'s base, say), found in its attributes."""
     if isinstance(obj, type):
         return [obj]
-    out = [type(obj)]
-    if isinstance(obj, Drafter):
-        for value in vars(obj).values():
-            if isinstance(value, Drafter):
-                out += _classes(value)
-    return out
+    return [type(d) for d in obj.wrapped()] if isinstance(obj, Drafter) else [type(obj)]
 
 
 def _source(cls: type) -> Path | None:
