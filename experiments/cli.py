@@ -9,21 +9,25 @@ import os
 import sys
 from typing import Callable
 
+from experiments.benchmarks.untrusted import clean
 from lookup.errors import PLDError
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: the longest error line: room for a message that lists every name on a board, still one line
+ERROR_CHARS = 2000
 
 
 def guarded(main: Callable[..., int | None]) -> Callable[..., int]:
-    """Run ``main``; a user mistake prints one line and exits 2, Ctrl-C exits 130 without a traceback."""
+    """Run ``main``; a user mistake prints one line and exits 2, Ctrl-C exits 130 without a traceback.
+    The line is cleaned whole: a message may quote a file name or a name read from a file."""
 
     @functools.wraps(main)
     def wrapper(*args, **kwargs) -> int:
         try:
             return int(main(*args, **kwargs) or 0)
         except PLDError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {clean(exc, ERROR_CHARS)}", file=sys.stderr)
             return EXIT_USAGE
         except KeyboardInterrupt:
             print("\ninterrupted: finished results were kept", file=sys.stderr)

@@ -11,6 +11,9 @@ The embedded model's benchmark ships with the package (:func:`shipped_folder`): 
 (``BENCHMARK.json``). Traces a user records go to ``$PLD_LAB_CACHE/traces/<model>/`` or a folder
 of their own, ``<task>-n<max_new_tokens>.jsonl.gz`` beside the model's ``profile.json``.
 Recording lives in ``experiments.running.record``, replaying in ``experiments.running.replay``.
+
+A trace folder is data, not code we trust: every read is bounded (:data:`MAX_TRACE_BYTES`, and the
+JSON files' size and nesting, ``untrusted.py``) and a bad file is refused with one line naming it.
 """
 
 from __future__ import annotations
@@ -23,18 +26,32 @@ import re
 import zlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Sequence
+from typing import BinaryIO, Sequence
 
 import numpy as np
 
 from decoding.loading import EMBEDDED_NAME, cache_dir
 from decoding.target import TopRows
+from experiments.benchmarks.untrusted import (MAX_DEPTH, clean, open_regular, parse_json, read_bytes, read_json,
+                                              too_deep)
 from lookup.cost import CPU_SMOLLM2, CostProfile
 from lookup.errors import PLDError
 
 #: the shipped benchmark: ``<package>/data/<model>/`` with its ``BENCHMARK.json``
 SHIPPED_ROOT = Path(__file__).resolve().parent / "data"
 BENCHMARK_FILE = "BENCHMARK.json"
+#: the most a trace file may hold, on disk and decompressed. The shipped files hold at most 4.6 MB
+#: (2-3 MB gzip) for 80 cases at 128 tokens; 256 MiB is room for thousands of long cases, and a
+#: gzip bomb (a 0.5 MB file of 500 MB of zeros) stops there instead of filling the memory
+MAX_TRACE_BYTES = 256 << 20
+#: BENCHMARK.json and profile.json: a few hundred bytes each; a MiB is plenty
+MAX_INFO_BYTES = 1 << 20
+#: compressed bytes read, and decompressed bytes produced, at a time
+_CHUNK = 1 << 20
+#: field -> the type a stored case holds there (``top`` is checked as it is decoded)
+_FIELD_TYPES = {"case": str, "category": str, "turn": int, "model": str, "vocab_size": int,
+                "max_new_tokens": int, "meta": dict}
+_INT_LISTS = ("prompt", "output", "eos")
 
 
 @dataclass
@@ -71,6 +88,7 @@ class TraceCase:
     @classmethod
     def from_json(cls, data: dict) -> "TraceCase":
         names = {f.name for f in fields(cls)}
+        _check_fields(data)
         top = data.get("top")
         case = cls(**{k: v for k, v in data.items() if k in names and k != "top"})
         if top is not None:
@@ -82,6 +100,22 @@ class TraceCase:
                 raise ValueError(f"case {case.case}: {len(ids)} top-k rows for "
                                  f"{len(case.prompt) + len(case.output)} tokens")
         return case
+
+
+def _check_fields(data) -> None:
+    """Raise ValueError unless ``data`` is a case as stored: what every reader of a case relies on
+    (ids are ints, names are strings, ``meta`` is a shallow object)."""
+    if not isinstance(data, dict):
+        raise ValueError("a case is a JSON object")
+    def ok(key, test) -> bool:
+        return key not in data or test(data[key])
+
+    wrong = [k for k, t in _FIELD_TYPES.items() if not ok(k, lambda v: isinstance(v, t) and type(v) is not bool)]
+    wrong += [k for k in _INT_LISTS if not ok(k, lambda v: isinstance(v, list) and all(type(x) is int for x in v))]
+    if not ok("step_s", lambda v: isinstance(v, list) and all(type(x) in (int, float) for x in v)):
+        wrong.append("step_s")
+    if wrong or too_deep(data.get("meta"), MAX_DEPTH):
+        raise ValueError(f"case fields of the wrong type: {', '.join(wrong) or 'meta (nested too deep)'}")
 
 
 def _b64(array: np.ndarray) -> str:
@@ -122,36 +156,61 @@ def task_of(path: Path) -> str:
     (the last ``-n<digits>`` ends the task name, so a task may itself contain ``-n``)."""
     match = _TRACE_NAME.fullmatch(path.name)
     if match is None:
-        raise PLDError(f"{path.name} is not a trace file name (<task>-n<max_new_tokens>.jsonl.gz)")
+        raise PLDError(f"{clean(path.name)} is not a trace file name (<task>-n<max_new_tokens>.jsonl.gz)")
     return match["task"]
 
 
-def _members(data: bytes) -> tuple[list[bytes], int]:
-    """The decompressed complete gzip members at the start of ``data``, and the bytes they span;
-    a member cut short by a crash ends the list."""
-    texts, used = [], 0
-    while used < len(data):  # one gzip member per case: decompress them one by one
-        member = zlib.decompressobj(wbits=31)
+def _members(f: BinaryIO, where: Path, limit: int | None = None) -> tuple[list[bytes], int]:
+    """The decompressed complete gzip members at the start of the file ``f``, and the bytes they
+    span; a member cut short by a crash ends the list. Read and decompressed a chunk at a time:
+    past ``limit`` decompressed bytes (default :data:`MAX_TRACE_BYTES`) the file is refused."""
+    limit = MAX_TRACE_BYTES if limit is None else limit
+    texts: list[bytes] = []
+    used = read = total = 0  # compressed bytes spanned by complete members, read; decompressed bytes
+    member, parts, pending, more = None, [], b"", False
+    while True:  # one gzip member per case: decompress them one by one
+        if not pending and not more:  # (more: zlib may hold output even when its input is all used)
+            pending = f.read(_CHUNK)
+            read += len(pending)
+            if not pending:
+                break  # the end of the file; a member still open is a truncated tail
+            if read > limit:  # the file grew past its size check
+                raise PLDError(f"{clean(where)} is not a readable trace file (over {limit >> 20} MiB)")
+        if member is None:
+            member, parts = zlib.decompressobj(wbits=31), []
+        room = min(_CHUNK, limit - total + 1)
         try:
-            text = member.decompress(data[used:])
+            out = member.decompress(pending, room)
         except zlib.error:
             break
-        if not member.eof:  # truncated tail
-            break
-        texts.append(text)
-        used = len(data) - len(member.unused_data)
+        more = len(out) == room
+        total += len(out)
+        if total > limit:
+            raise PLDError(f"{clean(where)} is not a readable trace file (over {limit >> 20} MiB decompressed)")
+        parts.append(out)
+        pending = member.unused_data if member.eof else member.unconsumed_tail
+        if member.eof:
+            if any(parts):  # an empty member holds no case
+                texts.append(b"".join(parts))
+            used, member = read - len(pending), None
     return texts, used
 
 
 def read_cases(path: Path) -> list[TraceCase]:
-    """All complete cases of a trace file; a member cut short by a crash is dropped."""
+    """All complete cases of a trace file; a member cut short by a crash, or a line that is not a
+    case, is dropped. A file past :data:`MAX_TRACE_BYTES` is refused with one line."""
     if not path.exists():
         return []
+    with open_regular(path, MAX_TRACE_BYTES, "trace file") as f:  # also refuses a FIFO or a device
+        texts = _members(f, path)[0]
     cases = []
-    for text in _members(path.read_bytes())[0]:
-        for line in text.decode().splitlines():
+    for text in texts:
+        for line in text.decode(errors="replace").splitlines():
             try:
                 cases.append(TraceCase.from_json(json.loads(line)))
+            except RecursionError:  # json gives up past Python's stack
+                raise PLDError(f"{clean(path)} is not a readable trace file (a line nested deeper "
+                               f"than {MAX_DEPTH})") from None
             except (json.JSONDecodeError, TypeError, ValueError, KeyError):
                 continue
     return cases
@@ -163,7 +222,8 @@ def append_case(path: Path, case: TraceCase) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         size = path.stat().st_size
-        complete = _members(path.read_bytes())[1]
+        with path.open("rb") as f:
+            complete = _members(f, path)[1]
         if complete < size:
             with path.open("r+b") as f:
                 f.truncate(complete)
@@ -185,14 +245,25 @@ def load_trace_sets(folder: Path | None = None) -> list[TraceSet]:
         raise PLDError(f"no trace files (*.jsonl.gz) in {folder}")
     profile_file = folder / "profile.json"
     # a hand-made trace folder without a profile: the reference CPU profile
-    profile = CostProfile.load(profile_file) if profile_file.exists() else CPU_SMOLLM2
+    profile = _read_profile(profile_file) if profile_file.exists() else CPU_SMOLLM2
     sets = [TraceSet(path, task_of(path), read_cases(path), profile) for path in files]
     check_unique_prompts(sets)
     recorded = read_benchmark(folder)
     if recorded is not None and recorded.get("hash") != benchmark_hash(sets):
-        raise PLDError(f"the traces in {folder} do not match their {BENCHMARK_FILE} (hash {benchmark_hash(sets)}, "
-                       f"recorded {recorded.get('hash')}): restore them (git checkout) or remove {BENCHMARK_FILE}")
+        raise PLDError(f"the traces in {clean(folder)} do not match their {BENCHMARK_FILE} (hash "
+                       f"{benchmark_hash(sets)}, recorded {clean(recorded.get('hash'), 64)}): restore them "
+                       f"(git checkout) or remove {BENCHMARK_FILE}")
     return sets
+
+
+def _read_profile(path: Path) -> CostProfile:
+    """A trace folder's ``profile.json``, bounded like every file of the folder."""
+    text = read_bytes(path, MAX_INFO_BYTES, "cost profile")
+    parse_json(text, path, "cost profile")  # size and nesting checked before the profile parses it
+    try:
+        return CostProfile.from_json(text.decode())
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise PLDError(f"{clean(path)} is not a readable cost profile ({clean(exc)})") from None
 
 
 def check_unique_prompts(sets: Sequence[TraceSet]) -> None:
@@ -203,9 +274,9 @@ def check_unique_prompts(sets: Sequence[TraceSet]) -> None:
         for case in trace_set.cases:
             key = hashlib.sha256(np.asarray(case.prompt, dtype="<i8").tobytes()).digest()
             if key in seen:
-                raise PLDError(f"cases {seen[key]} and {case.case} ({trace_set.path.name}) have the same prompt; "
-                               "a benchmark holds each prompt once")
-            seen[key] = f"{case.case} ({trace_set.path.name})"
+                raise PLDError(f"cases {seen[key]} and {clean(case.case, 100)} ({clean(trace_set.path.name, 100)}) "
+                               "have the same prompt; a benchmark holds each prompt once")
+            seen[key] = f"{clean(case.case, 100)} ({clean(trace_set.path.name, 100)})"  # names read from the files
 
 
 def shipped_folder(model: str = EMBEDDED_NAME) -> Path:
@@ -226,7 +297,12 @@ def recording_folder(model: str) -> Path:
 def read_benchmark(folder: Path) -> dict | None:
     """The ``BENCHMARK.json`` of a trace folder (hash, cases, tokens, ...), or None."""
     path = Path(folder) / BENCHMARK_FILE
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        return None
+    info = read_json(path, MAX_INFO_BYTES, BENCHMARK_FILE)
+    if not isinstance(info, dict):
+        raise PLDError(f"{clean(path)} is not a readable {BENCHMARK_FILE} (not a JSON object)")
+    return info
 
 
 def write_benchmark(folder: Path, sets: Sequence[TraceSet], **extra) -> dict:

@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import json
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from experiments.benchmarks.paths import ROOT
+from experiments.benchmarks.untrusted import clean, read_json
 from lookup.errors import PLDError
 
 DEFAULT_BOARD = ROOT / "leaderboard"
 BOARD_FILE = "board.json"
+LOCK_FILE = ".board.lock"
+#: the largest board file read: the committed one is 0.1 MB for ~60 entries of one benchmark, so
+#: 64 MiB holds tens of thousands of entries, and a hostile file costs at most that much memory
+MAX_BOARD_BYTES = 64 << 20
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,47}")
 ORACLE = "oracle"
 
@@ -29,14 +36,18 @@ def now() -> str:
 # -- the board file: JSON, replaced atomically, edited under a lock --------------------------------------
 def atomic_write(path: Path, data: str | bytes) -> None:
     """Write ``data`` to a temp file beside ``path``, fsync, then rename over ``path``: readers see
-    the old file or the new one, never half of one, whatever happens in between."""
+    the old file or the new one, never half of one, whatever happens in between.
+
+    Nothing is written through a symbolic link: mkstemp creates a new name (``O_EXCL``), the mode is
+    set on its descriptor, and a rename replaces a link at ``path`` itself, never the file it points to.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; these files are meant to be read
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; these files are meant to be read
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
             f.flush()
@@ -48,6 +59,31 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         raise
 
 
+def _is_board(benchmarks, entries) -> bool:
+    """The shape every reader of a board relies on: benchmarks by hash, a list of entries (objects)."""
+    return isinstance(benchmarks, dict) and isinstance(entries, list) and all(isinstance(e, dict) for e in entries)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (created if missing). A symbolic link there is
+    refused, never followed: opening it would create or touch a file outside the board's folder."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        why = "it is a symbolic link" if exc.errno == errno.ELOOP else clean(exc.strerror or exc)
+        raise PLDError(f"cannot lock the board: {clean(path)} ({why}); remove it") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PLDError(f"cannot lock the board: {clean(path)} is not a regular file; remove it")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 class Board:
     """``board.json`` in ``folder``: every entry of every benchmark, the source of truth of the views."""
 
@@ -56,31 +92,23 @@ class Board:
         self.path = self.folder / BOARD_FILE
 
     def load(self) -> dict:
+        """The board file (an empty board when there is none). A file that is too big, nested too
+        deep (``untrusted.MAX_DEPTH``) or not shaped like a board is refused with one line."""
         if not self.path.exists():
             return {"version": 1, "benchmarks": {}, "entries": []}
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError) as exc:
-            raise PLDError(f"{self.path} is not a readable board ({exc})") from None
-        if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
-            raise PLDError(f"{self.path} is not a board file")
-        data.setdefault("benchmarks", {})
+        data = read_json(self.path, MAX_BOARD_BYTES, "board")
+        if not isinstance(data, dict) or not _is_board(data.setdefault("benchmarks", {}), data.get("entries")):
+            raise PLDError(f"{clean(self.path)} is not a board file")
         return data
 
     @contextlib.contextmanager
     def editing(self) -> Iterator[dict]:
         """Load, let the caller change, save atomically -- under a lock, so two submits never lose one."""
-        import fcntl
-
         self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / ".board.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                data = self.load()
-                yield data
-                atomic_write(self.path, json.dumps(data, indent=1, default=str) + "\n")
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        with _locked(self.folder / LOCK_FILE):
+            data = self.load()
+            yield data
+            atomic_write(self.path, json.dumps(data, indent=1, default=str) + "\n")
 
     def record(self, entry: dict, info: dict | None = None) -> None:
         """Add ``entry``, replacing the entry of the same name on the same benchmark."""
@@ -96,10 +124,10 @@ class Board:
 
     def resolve(self, prefix: str) -> str:
         """The full benchmark hash that ``prefix`` starts (unique), as ``show --benchmark`` accepts."""
-        known = sorted({e.get("benchmark") for e in self.load()["entries"] if e.get("benchmark")})
+        known = sorted({e["benchmark"] for e in self.load()["entries"] if isinstance(e.get("benchmark"), str)})
         found = [h for h in known if h.startswith(prefix)]
         if len(found) != 1:
-            listed = ", ".join(known) or "none"
+            listed = ", ".join(clean(h, 64) for h in known) or "none"  # hashes read from the file
             raise PLDError(f"benchmark {prefix!r} {'is ambiguous' if found else 'is not on the board'}; recorded: {listed}")
         return found[0]
 

@@ -6,39 +6,23 @@ printed -- made safe to store and to show: one cleaning, then one escaping per v
     html_text(reason)        # ... and HTML-escaped
     clean_block(log)         # several lines kept (printed output), control characters dropped
 
-A terminal needs no escaping beyond :func:`clean`: with no control character left there is no
+The cleaning itself lives in ``experiments.benchmarks.untrusted`` (one implementation, in the
+lowest layer that shows text from files: the CLIs' error lines and the tables use it too). A
+terminal needs no escaping beyond :func:`clean`: with no control character left there is no
 escape sequence to run.
 """
 
 from __future__ import annotations
 
 import html
-import unicodedata
 
-#: the longest a reason, a refused operation or any other one-line text is kept
-LINE_CHARS = 300
-#: Unicode categories dropped: controls (ESC, CR, LF, DEL, C1), formats (bidi overrides, zero
-#: width), line and paragraph separators
-_DROPPED = frozenset({"Cc", "Cf", "Zl", "Zp"})
+from experiments.benchmarks.untrusted import LINE_CHARS, clean, clean_block
+
+__all__ = ["LINE_CHARS", "clean", "clean_block", "markdown", "html_text"]
+
 #: characters Markdown, GFM tables, GitHub's math and its HTML read as syntax; each is escaped
 #: with a backslash (CommonMark's escape for any ASCII punctuation), so text renders as itself
 _MARKDOWN = frozenset("\\`*_[]<>|#!~&$")
-
-
-def clean(value, limit: int = LINE_CHARS) -> str:
-    """``value`` as one line of at most ``limit`` characters: control and format characters become
-    spaces, runs of spaces collapse, a longer text ends in an ellipsis."""
-    text = str(value if value is not None else "")[: 4 * limit + 64]  # bounded work, whatever the input
-    text = "".join(" " if unicodedata.category(c) in _DROPPED else c for c in text)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def clean_block(value, limit: int = 6000) -> str:
-    """Printed output kept as lines (its last ``limit`` characters): control characters other than
-    newlines and tabs dropped, so the text can be shown anywhere."""
-    text = str(value if value is not None else "")[-limit:]
-    return "".join(c for c in text if c in "\n\t" or unicodedata.category(c) not in _DROPPED)
 
 
 def markdown(value, limit: int = LINE_CHARS) -> str:

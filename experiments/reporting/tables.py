@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Sequence
 
+from experiments.benchmarks.untrusted import clean
 from experiments.reporting.summary import ALL, summarize
 from experiments.running.explain import PARTS, Loss
 from experiments.running.rows import CaseResult
@@ -24,20 +25,25 @@ COLUMNS = [
     ("drafter µs/step", "drafter_us_per_step"),
     ("identical", "identical"),
 ]
+#: the longest cell: a Markdown-escaped reason of 500 characters may double in length
+CELL_CHARS = 2000
 
 
 def fmt(value: Any) -> str:
-    """A cell: floats to 3 significant digits (thousands separated above 1000), None as "-"."""
+    """A cell: floats to 3 significant digits (thousands separated above 1000), None as "-", text
+    cleaned to one line (a cell may hold a name read from a file: no escape sequence reaches a terminal)."""
     if value is None:
         return "-"
     if isinstance(value, float):
         # 3 significant digits would print 999.7 as 1e+03: from there on, whole numbers
         return f"{value:.3g}" if abs(value) < 999.5 else f"{value:,.0f}"
-    return str(value)
+    return clean(value, CELL_CHARS)
 
 
 def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool = False) -> str:
-    """Aligned columns; numbers right-aligned. ``markdown=True`` gives a GitHub table."""
+    """Aligned columns; numbers right-aligned. ``markdown=True`` gives a GitHub table. Every cell
+    and header is one cleaned line (:func:`fmt`)."""
+    headers = [fmt(h) for h in headers]
     cells = [[fmt(v) for v in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
     numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) if rows else False
