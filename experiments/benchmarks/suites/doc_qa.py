@@ -20,9 +20,9 @@ class _Question:
     answer_span: str  # text, present in the target passage, that the question is about
 
 
-_GRAMMAR_RULE = re.compile(r"^[ \t]+([A-Za-z_][\w]*)[ \t]+::=.*$", re.M)
+GRAMMAR_RULE = re.compile(r"^[ \t]+([A-Za-z_][\w]*)[ \t]+::=.*$", re.M)
 _STATEMENT_TITLE = re.compile(r'^The "(\w+)" statement$')
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“(])")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“(])")
 
 
 def _ask_section(p: Passage) -> _Question | None:
@@ -34,7 +34,7 @@ def _ask_section(p: Passage) -> _Question | None:
 
 
 def _ask_grammar(p: Passage) -> _Question | None:
-    m = _GRAMMAR_RULE.search(p.text)
+    m = GRAMMAR_RULE.search(p.text)
     if m is None:
         return None
     q = (f"According to the documentation above, what is the grammar rule for `{m.group(1)}`? "
@@ -62,11 +62,11 @@ def _ask_example(p: Passage) -> _Question | None:
     return _Question("example", q, line)
 
 
-_DEFINITION = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)\n\n[ \t]+\S", re.M)  # "object.__repr__(self)" + indented text
+DEFINITION = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)\n\n[ \t]+\S", re.M)  # "object.__repr__(self)" + indented text
 
 
 def _ask_definition(p: Passage) -> _Question | None:
-    m = _DEFINITION.search(p.text)
+    m = DEFINITION.search(p.text)
     if m is None:
         return None
     q = f"According to the documentation above, what does `{m.group(1)}()` do, and when is it called or used?"
@@ -76,7 +76,7 @@ def _ask_definition(p: Passage) -> _Question | None:
 _PROSE_START = re.compile(r"^\s*[A-Z][a-z]*\s+\S+\s+\S+")  # "Called by the ...", not "except E as N:"
 
 
-def _prose_sentences(text: str) -> list[str]:
+def prose_sentences(text: str) -> list[str]:
     """Sentences of the prose paragraphs, with line wraps undone.
 
     Indented paragraphs count when they read like prose: in definition lists such as
@@ -87,11 +87,11 @@ def _prose_sentences(text: str) -> list[str]:
         para = m.group()
         if heading(para) is not None or not _PROSE_START.match(para) or ">>>" in para or "::=" in para:
             continue
-        sentences += _SENTENCE_END.split(" ".join(para.split()))
+        sentences += SENTENCE_END.split(" ".join(para.split()))
     return sentences
 
 
-def _unique_opening(sentence: str, text: str, min_words: int = 8) -> str | None:
+def unique_opening(sentence: str, text: str, min_words: int = 8) -> str | None:
     """The shortest opening of ``sentence`` (at least ``min_words`` words) found once in ``text``."""
     words = sentence.split()
     flat = " ".join(text.split())
@@ -104,12 +104,12 @@ def _unique_opening(sentence: str, text: str, min_words: int = 8) -> str | None:
 
 def _ask_sentence(p: Passage) -> _Question | None:
     # Long-enough plain sentences; the middle one, so it is not always the opening line.
-    candidates = [s for s in _prose_sentences(p.text)
+    candidates = [s for s in prose_sentences(p.text)
                   if 12 <= len(s.split()) <= 60 and s.endswith(".") and "::=" not in s]
     if not candidates:
         return None
     sentence = candidates[len(candidates) // 2]
-    opening = _unique_opening(sentence, p.text)
+    opening = unique_opening(sentence, p.text)
     if opening is None:
         return None
     q = (f'The documentation above contains a sentence that begins "{opening} ...". '
@@ -122,8 +122,8 @@ _QUESTION_KINDS: tuple[Callable[[Passage], _Question | None], ...] = (
     _ask_section, _ask_grammar, _ask_sentence, _ask_definition, _ask_statement, _ask_example,
 )
 
-_DOC_QA_MAX_CHARS = 6000  # SmolLM2's 8k-token window holds this with room to answer
-_DOC_QA_HEADER = "Answer the question using only the documentation below.\n\n"
+DOC_QA_MAX_CHARS = 6000  # SmolLM2's 8k-token window holds this with room to answer
+DOC_QA_HEADER = "Answer the question using only the documentation below.\n\n"
 
 
 def _questions(p: Passage) -> list[tuple[str, _Question]]:
@@ -131,10 +131,11 @@ def _questions(p: Passage) -> list[tuple[str, _Question]]:
     return [(q.kind, q) for q in (ask(p) for ask in _QUESTION_KINDS) if q is not None]
 
 
-def _document(k: int, p: Passage) -> str:
+def document_block(k: int, p: Passage, label: str = "### Document {k}") -> str:
+    """Passage ``p`` as the ``k``-th document of the evidence, under ``label`` (a format with ``{k}``)."""
     # A passage that starts mid-section gets its section title, so every document is labelled.
-    label = f"Document {k}" if p.starts_with_heading else f"Document {k}: {p.title} (continued)"
-    return f"### {label}\n{p.text}"
+    head = label.format(k=k)
+    return f"{head}\n{p.text}" if p.starts_with_heading else f"{head}: {p.title} (continued)\n{p.text}"
 
 
 def _distractors(target: Passage, answer_span: str, pool: Sequence[Passage], n: int, budget: int) -> list[Passage]:
@@ -174,7 +175,7 @@ def _paragraphs(p: Passage) -> frozenset[str]:
 
 def _document_cost(p: Passage) -> int:
     """Characters ``p`` adds to the evidence: its text, its longest possible label, the separator."""
-    return len(_document(9, p)) + 2
+    return len(document_block(9, p)) + 2
 
 
 @register_task("doc-qa")
@@ -187,14 +188,14 @@ def _doc_qa() -> list[Prompt]:
     prompts = []
     for i, target in enumerate(spread(askable, SUITE_SIZE)):
         kind, question = least_used(_questions(target), uses)
-        budget = (_DOC_QA_MAX_CHARS - len(_DOC_QA_HEADER) - len("\n\nQuestion: ") - len(question.text)
+        budget = (DOC_QA_MAX_CHARS - len(DOC_QA_HEADER) - len("\n\nQuestion: ") - len(question.text)
                   - _document_cost(target))
         docs = _distractors(target, question.answer_span, pool, 1 + i % 3, budget)
         # Rotate where the answer sits, so it is not always the first document.
         at = (i // 3) % (len(docs) + 1)
         docs.insert(at, target)
-        body = "\n\n".join(_document(k + 1, d) for k, d in enumerate(docs))
-        text = f"{_DOC_QA_HEADER}{body}\n\nQuestion: {question.text}"
+        body = "\n\n".join(document_block(k + 1, d) for k, d in enumerate(docs))
+        text = f"{DOC_QA_HEADER}{body}\n\nQuestion: {question.text}"
         prompts.append(
             Prompt(
                 id=f"doc-qa/{i:03d}",

@@ -6,7 +6,7 @@ from experiments.benchmarks.prompts import SUITE_SIZE, Prompt, register_task, sp
 from experiments.benchmarks.pydoc_text import pydoc_passages, python_version
 
 # Varied phrasing, cycled in order, so a drafter is not tuned to one instruction.
-_SUMMARY_INSTRUCTIONS = (
+SUMMARY_INSTRUCTIONS = (
     "Summarize the following documentation in one paragraph.",
     "Summarize the following documentation as a bulleted list of its key points.",
     "Summarize the following Python documentation for a programmer who has never read it. "
@@ -24,7 +24,7 @@ def _summarization() -> list[Prompt]:
     passages = spread(pydoc_passages(1500, 3000, 6000), SUITE_SIZE)
     prompts = []
     for i, p in enumerate(passages):
-        instruction = _SUMMARY_INSTRUCTIONS[i % len(_SUMMARY_INSTRUCTIONS)]
+        instruction = SUMMARY_INSTRUCTIONS[i % len(SUMMARY_INSTRUCTIONS)]
         prompts.append(
             Prompt(
                 id=f"summarization/{i:03d}",
