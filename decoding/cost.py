@@ -145,7 +145,8 @@ def estimated_times(steps, profile: CostProfile, with_prefill: bool = True,
     forward over its verified tokens at its context plus the drafter's time. Both pay the same
     prefill, which ``with_prefill`` adds to each (it is what a wall-clock measurement sees;
     leave it out to rate the decoding phase alone). With ``prefill_rows`` (the run's drafter read
-    the target's top-k) the run's prefill is the dearer one that computes every prompt row.
+    the target's top-k) the run's prefill is the dearer one that computes every prompt row: the
+    difference is the drafter's own cost, so the run pays it in the decoding phase's rating too.
     """
     if not steps:
         return 0.0, 0.0
@@ -153,9 +154,10 @@ def estimated_times(steps, profile: CostProfile, with_prefill: bool = True,
     tokens = sum(s.committed for s in steps)
     plain = sum(profile.cost(1, start + i) for i in range(tokens))
     spent = sum(profile.cost(s.drafted + 1, s.context) + s.drafter_s for s in steps)
+    rows_extra = profile.prefill_cost(start, rows=True) - profile.prefill_cost(start) if prefill_rows else 0.0
     if not with_prefill:
-        return plain, spent
-    return profile.prefill_cost(start) + plain, profile.prefill_cost(start, rows=prefill_rows) + spent
+        return plain, spent + rows_extra
+    return profile.prefill_cost(start) + plain, profile.prefill_cost(start) + rows_extra + spent
 
 
 def estimated_speedup(steps, profile: CostProfile, with_prefill: bool = True) -> float:

@@ -30,8 +30,11 @@ import decoding  # noqa: E402
 from experiments.benchmarks.traces import default_folder, load_trace_sets  # noqa: E402
 from experiments.competition.board import DEFAULT_BOARD, Board, ranked  # noqa: E402
 from experiments.competition.entries import (check_name, ensure_oracle, one_line, run_baselines, run_peers,  # noqa: E402
-                                             run_examples, run_submission, verify_entries, verify_prompts)
+                                             run_examples, run_fresh, run_submission, shown_entries, verify_entries,
+                                             verify_prompts)
 from experiments.competition.render import entry_details, text_board, write_outputs  # noqa: E402
+from experiments.competition.flags import flags_alone  # noqa: E402
+from experiments.competition.fresh_cases import DEFAULT_PER_TASK, draw_seed, fresh_info, record_fresh  # noqa: E402
 from experiments.competition.sandbox import Limits, Submission  # noqa: E402
 from experiments.competition.scoring import benchmark_info  # noqa: E402
 from experiments.competition.text import clean  # noqa: E402
@@ -77,12 +80,23 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--rerun", action="store_true", help="re-evaluate baselines (and examples) already on the board")
     b.add_argument("--no-peers", action="store_true", help="leave the peers' lookup functions (docs/peers.md) out")
     b.add_argument("--wandb", default="off", help="log the board as a W&B table: online, offline or off (default off)")
+    b.add_argument("--fresh", type=int, default=DEFAULT_PER_TASK,
+                   help=f"prompts per task of the fresh cases made, recorded and scored at this build, which rank "
+                        f"the board (default {DEFAULT_PER_TASK}; 0: the public benchmark only, for a quick local build)")
+    b.add_argument("--seed", type=int, default=None,
+                   help="the fresh cases' seed (default: drawn now; give a board's seed to make its cases again)")
     b.add_argument("--verify", action="store_true", help="rerun the top entries live on the embedded model")
     b.add_argument("--verify-top", type=int, default=3)
     b.add_argument("--verify-prompts", type=int, default=3)
     b.add_argument("--verify-tokens", type=int, default=64)
     common(b)
     limits(b)
+
+    c = sub.add_parser("check-fresh", help="make the board's fresh cases again from its seed, record them, "
+                                           "and check they are the cases the board was ranked by")
+    c.add_argument("--out", default=None, help="record into this folder (default: a new temporary one, so "
+                                               "nothing recorded before is reused)")
+    common(c)
     return p
 
 
@@ -113,7 +127,7 @@ def cmd_submit(args, board: Board) -> int:
         raise PLDError("give a submission file or --entry-point NAME (one of them)")
     params = _params(args.params)
     if args.file:
-        submission = Submission.file(args.file, args.name, params)
+        submission = Submission.file(args.file, args.name, params)  # what runs is its copy in the board's store
     else:
         submission = Submission.entry_point(args.entry_point, args.name, params)
     check_name(submission.name, "submission")
@@ -124,11 +138,17 @@ def cmd_submit(args, board: Board) -> int:
     oracle = ensure_oracle(board, sets, info)
     print(one_line(entry))
     if entry["status"] == "ok":
-        _, ok, _ = ranked(board.entries(info["hash"]))
+        public = flags_alone(board.entries(info["hash"]))  # the quick score: this benchmark's cases alone
+        _, ok, _ = ranked(public)
         rank = next(i for i, e in enumerate(ok, 1) if e["name"] == entry["name"])
         gain = oracle_gain(entry["score"], oracle.get("score"))
         share = f"; {100 * gain:.0f}% of the oracle's gain ({oracle['score']:.3f}x)" if gain is not None else ""
-        print(f"rank {rank} of {len(ok)} on benchmark {info['hash']}{share}")
+        label = "public benchmark" if info.get("public") else "benchmark"
+        print(f"rank {rank} of {len(ok)} by score on the {label} {info['hash']}{share}")
+        for flag in next(e for e in ok if e["name"] == entry["name"]).get("flags") or []:
+            print(f"FLAG {clean(flag, 300)}")
+        if info.get("public"):
+            print("the board ranks by fresh cases, made and scored at its next build (docs/competition.md)")
         return 0
     return 1
 
@@ -152,17 +172,18 @@ def cmd_show(args, board: Board) -> int:
         bench = _benchmark(args)[1]["hash"]
     else:
         bench = _current_benchmark(args, board)
-    info = board.load()["benchmarks"].get(bench, {"hash": bench})
-    entries = board.entries(bench)
+    entries, info = shown_entries(board, bench)
     if not entries:
-        raise PLDError(f"nothing on the board for benchmark {bench}; run `python experiments/leaderboard.py build`")
+        raise PLDError(f"nothing on the board for benchmark {clean(bench, 64)}; "
+                       "run `python experiments/leaderboard.py build`")
     if args.name is None:
         print(text_board(entries, info))
         return 0
     named = [e for e in entries if e.get("name") == args.name]
     if not named:
-        raise PLDError(unknown_name("entry", args.name, [str(e.get("name")) for e in entries])
-                       + f" (on benchmark {bench})")
+        # the names come from the board file: cleaned, like every text shown from it
+        raise PLDError(unknown_name("entry", clean(args.name, 48), [clean(e.get("name"), 48) for e in entries])
+                       + f" (on benchmark {clean(bench, 64)})")
     print(entry_details(named[0], [e for e in entries if e.get("kind") == "oracle"], info))
     return 0
 
@@ -194,9 +215,18 @@ def cmd_build(args, board: Board) -> int:
         run_peers(board, sets, info, limits, rerun=args.rerun, landlock=landlock, require_isolation=strict)
     if args.examples:
         run_examples(board, sets, info, limits, rerun=args.rerun, landlock=landlock, require_isolation=strict)
+    if args.fresh < 0:
+        raise PLDError("--fresh must be >= 0 prompts per task")
+    if args.fresh:
+        seed = draw_seed() if args.seed is None else args.seed
+        fresh_sets, folder = record_fresh(seed, args.fresh)
+        fresh = fresh_info(fresh_sets, folder, seed, args.fresh)
+        print(f"fresh benchmark {fresh['hash']}: {fresh['cases']} cases (seed {seed}); scoring every entry again")
+        run_fresh(board, info, fresh_sets, fresh, limits, landlock=landlock, require_isolation=strict)
     if args.verify:
         _verify(args, board, sets, info, limits, landlock)
-    paths = write_outputs(board.entries(info["hash"]), info, board.folder, wandb_mode=args.wandb)
+    shown, shown_info = shown_entries(board, info["hash"])
+    paths = write_outputs(shown, shown_info, board.folder, wandb_mode=args.wandb)
     print(f"built in {time.perf_counter() - t0:.1f} s: " + ", ".join(str(p) for p in paths))
     return 0
 
@@ -210,7 +240,7 @@ def _verify(args, board: Board, sets, info: dict, limits, landlock: bool) -> Non
     target = decoding.load_model()
     prompts = verify_prompts(sets, args.verify_prompts)
     results = verify_entries(top, target, prompts, args.verify_tokens, limits, [board.folder], landlock,
-                             args.require_isolation)
+                             args.require_isolation, board=board)
     with board.editing() as data:
         for e in data["entries"]:
             if e.get("benchmark") == info["hash"] and e["name"] in results:
@@ -222,7 +252,38 @@ def _verify(args, board: Board, sets, info: dict, limits, landlock: bool) -> Non
             print(f"verify {clean(name, 48)}: {clean(r.get('failed') or r.get('skipped'), 500)}")
 
 
-COMMANDS = {"submit": cmd_submit, "show": cmd_show, "build": cmd_build}
+def cmd_check_fresh(args, board: Board) -> int:
+    """Regenerate the prompts of the board's fresh cases (its seed, size and generator version),
+    record them on the embedded model, and compare their benchmark hash with the board's."""
+    import tempfile
+
+    from experiments.benchmarks.fresh import FRESH_VERSION
+    from experiments.competition.entries import fresh_link
+
+    public = _current_benchmark(args, board)
+    link = fresh_link(board, public)
+    if link is None:
+        raise PLDError(f"the board in {board.folder} links no fresh cases to benchmark {clean(public, 64)}; "
+                       "an official `leaderboard.py build` makes them")
+    if str(link.get("version")) != FRESH_VERSION:
+        raise PLDError(f"the board's fresh cases come from generator v{clean(link.get('version'), 20)}, "
+                       f"this checkout has v{FRESH_VERSION}: check them out at the board's git sha")
+    seed, per_task = int(link["seed"]), int(link["per_task"])
+    folder = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="pld-fresh-check-"))
+    sets, folder = record_fresh(seed, per_task, folder=folder)
+    fresh = fresh_info(sets, folder, seed, per_task)
+    oracle = ensure_oracle(Board(folder / "board"), sets, fresh)
+    print(f"seed {seed}, {fresh['cases']} cases recorded in {folder}: benchmark {fresh['hash']}, oracle {oracle['score']:.3f}x")
+    if fresh["hash"] != link["hash"]:
+        print(f"DIFFERENT from the board's fresh benchmark {clean(link['hash'], 64)} (another model build, torch "
+              f"or Python than the board's; the board records Python {clean(link.get('python'), 20)})")
+        return 1
+    print(f"identical to the board's fresh benchmark {link['hash']}: the cases it was ranked by; "
+          f"`leaderboard.py build --seed {seed} --fresh {per_task}` scores every entry on them again")
+    return 0
+
+
+COMMANDS = {"submit": cmd_submit, "show": cmd_show, "build": cmd_build, "check-fresh": cmd_check_fresh}
 
 
 if __name__ == "__main__":

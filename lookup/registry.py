@@ -16,6 +16,9 @@ ENTRY_POINT_GROUP = "pld_lab.drafters"
 PEER_PREFIX = "peer:"
 
 _REGISTRY: dict[str, type[Drafter]] = {}
+#: names registered while plug-ins were being imported: never among the trusted names
+_PLUGINS: set[str] = set()
+_loading_plugins = False
 T = TypeVar("T", bound=type[Drafter])
 
 
@@ -49,13 +52,25 @@ def register(name: str) -> Callable[[T], T]:
             raise ValueError(f"drafter name {name!r} is already taken by {existing.__qualname__}")
         cls.name = name
         _REGISTRY[name] = cls
+        if _loading_plugins:
+            _PLUGINS.add(name)
         return cls
 
     return deco
 
 
 def _load_entry_points() -> None:
-    """Import plug-in drafters; a broken plug-in is skipped, never fatal."""
+    """Import plug-in drafters; a broken plug-in is skipped, never fatal. (This runs the plug-ins'
+    code: the competition never calls it, see :func:`trusted_names`.)"""
+    global _loading_plugins
+    _loading_plugins, was = True, _loading_plugins
+    try:
+        _import_plugins()
+    finally:
+        _loading_plugins = was
+
+
+def _import_plugins() -> None:
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in _REGISTRY:
             continue
@@ -101,8 +116,16 @@ def create(name: str, **params) -> Drafter:
         raise TypeError(f"drafter {name!r}: {exc}") from None
 
 
+def trusted_names() -> list[str]:
+    """The drafters whose code ships with pld-lab: ours and the peers' ports (``lookup.peers``),
+    registered by our own modules; never a plug-in, a drafter file or anything registered while
+    plug-ins were imported. Lists what is registered now and imports nothing, so the competition's
+    parent can name what it may run in-process without running anyone's code."""
+    return sorted(name for name, cls in _REGISTRY.items()
+                  if name not in _PLUGINS and cls.__module__.split(".")[0] == "lookup")
+
+
 def builtin_names() -> list[str]:
     """Our drafters that ship with pld-lab (not plug-ins, not drafter files, not the peers of
     ``lookup.peers``, which ``lookup.peers.names()`` lists), sorted."""
-    return sorted(name for name, cls in _REGISTRY.items()
-                  if cls.__module__.split(".")[0] == "lookup" and not name.startswith(PEER_PREFIX))
+    return [name for name in trusted_names() if not name.startswith(PEER_PREFIX)]

@@ -7,23 +7,31 @@ PLD_LAB_CACHE pointing into it and nothing else in the environment. It never imp
 learns committed tokens (and, for a drafter that wants them, the target's top-k rows of committed
 tokens) only from the parent, as they are committed.
 
-Start-up, in this order (untrusted code runs only after the last step):
+Two roles (``Child``): the first process, the *zygote*, runs nothing submitted; every case is
+served by a process forked from it, which dies when its case ends (a stream entry's one case
+process serves every case in order). Start-up, in this order (untrusted code runs only after the
+last step, and only in a case process):
 
-1. resource limits (address space, file size, open files, CPU time, no core files);
-2. imports of numpy and ``lookup`` (from the parent's own checkout);
-3. the kernel's layers (``confine.py``): Landlock where the kernel offers it, then a seccomp filter;
+1. (zygote) resource limits (address space, file size, open files, CPU time, no core files);
+2. (zygote) imports of numpy and ``lookup`` (from the parent's own checkout), of the modules the
+   submission's source names (standard library and allowed packages only, as the parent found them
+   without running it), and a built-in's class, warmed up; then the calibration steps;
+3. (case process, forked) every descriptor closed but its own channel, the refusal channel and its
+   output; the kernel's layers (``confine.py``): Landlock where the kernel offers it, then a seccomp
+   filter, writes to its own scratch folder only;
 4. an audit hook (``sys.addaudithook``) that refuses, with a PermissionError the submission can
    catch, the same file access plus sockets, new processes, signals to other processes,
    ``ctypes`` loading of foreign libraries and replacing a function's code. Each refusal is
    written at once to a pipe only the parent reads, so no later code can take one back;
-5. the child tells the parent which layers hold (before any submitted code has run, so that
-   report is true), answers the parent's calibration steps (a built-in no-op drafter: what the
-   protocol itself costs), then loads the submission and warms one instance up.
+5. the case process tells the parent which layers hold (before any submitted code has run, so
+   that report is true), then loads the submission and warms one instance up (the calibration
+   steps, a built-in no-op drafter answered by the zygote, measured what the protocol itself costs).
 
 Protocol. Parent -> child: pickled tuples (the child trusts its parent). Child -> parent: bytes the
 parent parses without pickle, bounded and validated (a submission must not be able to run code in,
 crash or silence the parent): ``b"J" + JSON`` for the start-up reports and errors, ``b"R"`` for a
-finished reset, ``b"D" + header + tokens [+ parents]`` for a draft. The child reports no times:
+finished reset, ``b"D" + header + tokens [+ parents]`` for a draft; from the zygote, ``b"C"``
+carrying a case process's channel (``SCM_RIGHTS``) and ``J {"exit": code}`` once it has ended. The child reports no times:
 the parent measures them, from the child's CPU clock.
 """
 
@@ -243,15 +251,19 @@ def _load_file(source: dict):
     from lookup.files import the_drafter
 
     path = source["path"]
+    shown = source.get("display") or os.path.basename(path)  # as submitted (the path is its stored copy)
     # compiled from the source, never from a cached .pyc beside it
     with open(path, "rb") as f:
-        code = compile(f.read(), path, "exec", dont_inherit=True)
+        try:
+            code = compile(f.read(), shown, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            raise LoadError(f"{shown}, line {exc.lineno}: {exc.msg}") from None
     module = types.ModuleType("pld_submission")
     module.__file__ = path
     sys.modules["pld_submission"] = module
     exec(code, module.__dict__)
     try:  # the rule every drafter file follows (lookup.files)
-        return the_drafter(module, os.path.basename(path))
+        return the_drafter(module, shown)
     except PLDError as exc:
         raise LoadError(str(exc)) from None
 
@@ -367,13 +379,25 @@ class _Calibration:
 
 
 class Child:
+    """The child's two roles. The first process is the *zygote*: it imports what a lookup function
+    needs (and, for a built-in, loads and warms its class: our code), answers the calibration steps,
+    and runs nothing submitted. For each ``case`` request it forks a *case process*, hands the parent
+    that process's own channel, and waits for it to exit. The case process closes every descriptor
+    it did not get on purpose, puts up the kernel's layers and the audit hook, reports them, and only
+    then loads the submission and serves one case (a stream entry: every case, in order). So nothing
+    a per-request entry keeps -- module state, memory, native code's -- outlives its case, and the
+    process that makes the next case process never ran submitted code."""
+
     def __init__(self, conn, hello: dict) -> None:
         self.conn, self.hello = conn, hello
         self.limits = hello["limits"]
         self.params = hello.get("params") or {}
+        self.stream = bool(hello.get("stream"))
         self.cls = None
+        self.wants_top: int | None = None
         self.drafter = _Calibration()  # until the submission is loaded
         self.last = None  # the Draft the drafter returned at its last propose
+        self.cases = 0
 
     def send_json(self, **data) -> None:
         self.conn.send_bytes(b"J" + json.dumps(data, default=str).encode())
@@ -391,13 +415,15 @@ class Child:
             raise TooSlow(f"{what} took {1e3 * wall:.0f} ms (limit {1e3 * limit:.0f} ms)")
         return result
 
-    # -- start-up ---------------------------------------------------------------------------------------
-    def confine(self) -> list[str]:
-        """Every layer, in order; returns the names of those that hold."""
+    # -- the zygote ---------------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Limits, then trusted imports: numpy, ``lookup``, the modules the submission names (found
+        by the parent in its source, never by running it), and a built-in's own class, warmed up."""
         hello = self.hello
-        confine = _import_file("pld_confine", hello["confine_path"])
+        self.confine_module = _import_file("pld_confine", hello["confine_path"])
         limits = hello["limits"]
-        confine.set_limits(hello["address_bytes"], limits["file_bytes"], int(limits["total_s"] + limits["setup_s"] + 30))
+        self.confine_module.set_limits(hello["address_bytes"], limits["file_bytes"],
+                                       int(limits["total_s"] + limits["setup_s"] + 30))
         import numpy  # noqa: F401
 
         _prepare_numba()  # before lookup's kernels choose their cache folder, at import
@@ -405,7 +431,96 @@ class Child:
         _neutralise_subprocess()
         for var in ("PLD_LAB_CACHE", "TMPDIR"):  # inside bubblewrap the scratch dir is a fresh tmpfs
             os.makedirs(os.environ[var], exist_ok=True)
-        reads, writes, hidden, lists = hello["read_roots"], [hello["write_root"]], hello["hidden_roots"], hello["list_roots"]
+        import importlib
+
+        for name in hello.get("preload") or ():  # standard library and allowed packages only (the parent's list)
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the case process imports it again and says what fails
+                pass
+        if hello.get("warm_builtins"):
+            _warm_builtins(hello.get("warm_torch", False))
+        if hello["source"]["kind"] == "builtin":  # our own code: loaded and warmed once, here
+            self.cls = _load_builtin(hello["source"])
+            self.wants_top = self.warm_up()
+
+    def serve_zygote(self) -> None:
+        """Calibration steps, then one case process per ``case`` request, until ``quit``."""
+        while True:
+            try:
+                message = self.conn.recv()
+            except EOFError:
+                return
+            if message[0] == "step":
+                self.step(message[1], message[2])
+            elif message[0] == "case":
+                self.fork_worker()
+            elif message[0] == "quit":
+                return
+
+    def fork_worker(self) -> None:
+        """Fork a case process with a channel of its own (its far end goes to the parent over this
+        one), wait for it to exit, clear its scratch folder, and report how it ended."""
+        import gc
+        import shutil
+        import socket
+
+        self.cases += 1
+        scratch = os.path.join(self.hello["write_root"], f"case-{self.cases}")
+        os.makedirs(scratch)
+        ours, theirs = socket.socketpair()
+        # the collector would touch every object the zygote holds, copying each page it lies on into
+        # the case process (a cost charged to the entry's calls): freeze them out of its sight
+        gc.freeze()
+        pid = os.fork()
+        if pid == 0:  # the case process
+            code = 0
+            try:
+                ours.close()
+                code = self.run_worker(theirs.detach(), scratch)
+            except BaseException as exc:  # noqa: BLE001 - whatever happens, the case process ends here
+                describe(exc)  # the traceback, to the log
+                code = 1
+            finally:
+                os._exit(code)
+        theirs.close()
+        carrier = socket.socket(fileno=os.dup(self.conn.fileno()))
+        try:
+            socket.send_fds(carrier, [b"C"], [ours.fileno()])
+        finally:
+            carrier.close()
+            ours.close()
+        _, status = os.waitpid(pid, 0)
+        shutil.rmtree(scratch, ignore_errors=True)
+        self.send_json(exit=os.waitstatus_to_exitcode(status))
+
+    # -- a case process -------------------------------------------------------------------------------------
+    def run_worker(self, fd: int, scratch: str) -> int:
+        from multiprocessing.connection import Connection
+
+        keep = {0, 1, 2, fd, self.hello["refusal_fd"]}
+        _close_fds_except(keep)  # the zygote's channel first of all: a case talks to the parent only
+        self.conn = Connection(fd)
+        _die_with_parent()
+        try:
+            layers = self.confine(scratch)
+        except BaseException as exc:  # noqa: BLE001 - the sandbox itself failed: say so, run nothing submitted
+            self.error("sandbox", describe(exc))
+            return 1
+        self.send_json(ready=True, layers=layers)
+        self.serve()
+        return 0
+
+    def confine(self, scratch: str) -> list[str]:
+        """Every layer of a case process, in order; returns the names of those that hold. It may
+        write only its own scratch folder, which the zygote removes when it exits."""
+        hello = self.hello
+        confine = self.confine_module
+        for var, sub in (("HOME", ""), ("PLD_LAB_CACHE", "cache"), ("TMPDIR", "tmp"), ("XDG_CACHE_HOME", "cache")):
+            os.environ[var] = os.path.join(scratch, sub) if sub else scratch
+            os.makedirs(os.environ[var], exist_ok=True)
+        os.chdir(scratch)
+        reads, writes, hidden, lists = hello["read_roots"], [scratch], hello["hidden_roots"], hello["list_roots"]
         # its own /proc entry (torch reads its memory map) and the CPU's description: nothing of anyone else
         reads = [*reads, f"/proc/{os.getpid()}", "/proc/cpuinfo"]
         layers = []
@@ -417,17 +532,21 @@ class Child:
             layers.append("seccomp")
         if hello.get("audit_hook", True):
             devices = hello["devices"]  # /dev/null and the like: read and written
-            install_audit_hook([*reads, *devices], [*writes, *devices], [*hello["deny_roots"], *hidden],
-                               hello["refusal_fd"], lists)
+            # the zygote's own scratch (and every other case's) is outside this case's: denied
+            install_audit_hook([*reads, *devices], [*writes, *devices],
+                               [*hello["deny_roots"], *hidden], hello["refusal_fd"], lists)
             layers.append("audit-hook")
         return layers
 
     def load(self) -> None:
-        """Load the submission, build one instance, warm it up; tell the parent its ``wants_top``."""
+        """Load the submission, build one instance, warm it up; tell the parent its ``wants_top``.
+        A built-in was loaded and warmed by the zygote: its case process inherits both."""
+        if self.cls is None or self.wants_top is None:
+            self.drafter = None
+            self.cls = LOADERS[self.hello["source"]["kind"]](self.hello["source"])
+            self.wants_top = self.warm_up()
         self.drafter = None
-        self.cls = LOADERS[self.hello["source"]["kind"]](self.hello["source"])
-        wants_top = self.warm_up()
-        self.send_json(loaded=True, wants_top=wants_top)
+        self.send_json(loaded=True, wants_top=self.wants_top)
 
     def make(self):
         return self.cls(**self.params)
@@ -473,7 +592,8 @@ class Child:
     # -- the replay ---------------------------------------------------------------------------------------
     def reset(self, prompt) -> None:
         def run():
-            self.drafter = self.make()
+            if self.drafter is None or not self.stream:  # a stream entry keeps its one drafter
+                self.drafter = self.make()
             self.drafter.reset(prompt)
 
         self.timed("reset", run, self.limits["reset_s"])
@@ -539,7 +659,7 @@ class Child:
                     self.reset(message[1])
                 elif op == "step":
                     self.step(message[1], message[2])
-                elif op == "quit":
+                elif op in ("end", "quit"):
                     return
             except TooSlow as exc:
                 self.error("slow", str(exc))
@@ -590,6 +710,37 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
+def _close_fds_except(keep: set[int]) -> None:
+    """Close every descriptor of this process but ``keep`` (what the zygote held: its channel, the
+    other end of this case's channel), so a case process can reach nothing but its own channel."""
+    low = 0
+    for fd in sorted(keep):
+        if fd > low:  # never an empty range: CPython passes close_range(low, high - 1), which wraps
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, max(low + 1, os.sysconf("SC_OPEN_MAX")))
+
+
+def _warm_builtins(torch: bool) -> None:
+    """Build every built-in drafter once and run a short sequence through it, so that their numba
+    kernels are loaded in the zygote and every case process inherits them compiled (a submission
+    that wraps one pays nothing per case). ``unfold`` only when torch is preloaded anyway."""
+    import lookup
+
+    sequence = [1, 2, 3, 1, 2, 3, 4, 1, 2, 3]
+    for name in lookup.builtin_names():
+        if name == "unfold" and not torch:
+            continue
+        try:
+            drafter = lookup.create(name)
+            drafter.reset(sequence)
+            draft = drafter.propose(8)
+            drafter.extend([1])
+            drafter.observe(draft, 0)
+        except Exception:  # noqa: BLE001 - a built-in that needs parameters warms itself when used
+            pass
+
+
 def main(argv: list[str]) -> int:
     from multiprocessing.connection import Connection
 
@@ -598,12 +749,12 @@ def main(argv: list[str]) -> int:
     hello = conn.recv()
     child = Child(conn, hello)
     try:
-        layers = child.confine()
-    except BaseException as exc:  # noqa: BLE001 - the sandbox itself failed: say so, run nothing submitted
+        child.prepare()
+    except BaseException as exc:  # noqa: BLE001 - the sandbox itself (or a built-in) failed: say so
         child.send_json(error="sandbox", message=describe(exc))
         return 1
-    child.send_json(ready=True, layers=layers)
-    child.serve()
+    child.send_json(ready=True)
+    child.serve_zygote()
     return 0
 
 

@@ -3,10 +3,10 @@ baselines, the examples and the oracle; ``--verify`` runs the top entries live o
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import inspect
+import re
 import sys
 import time
 from pathlib import Path
@@ -16,15 +16,15 @@ from tqdm import tqdm
 
 import decoding
 import lookup
-from experiments.benchmarks.paths import local_path, portable_path
-from experiments.benchmarks.traces import in_order, spread_cases
-from experiments.competition.board import NAME_RE, ORACLE, Board, now
-from experiments.competition.sandbox import Disqualified, Evaluation, Sandbox, Submission, evaluate
+from experiments.benchmarks.traces import spread_cases
+from experiments.competition import child as child_side
+from experiments.competition.flags import beyond_share, flags_alone, with_fresh
+from experiments.competition.board import NAME_RE, ORACLE, Board, atomic_write, now
+from experiments.competition.sandbox import Disqualified, Sandbox, Submission, evaluate
 from experiments.competition.scoring import ORACLE_CAP, board_rows, entry_scores, oracle_rows
 from experiments.competition.text import clean, clean_block
 from experiments.running.explain import pool_losses
 from experiments.running.methods import Run
-from experiments.running.replay import replay_case
 from experiments.running.store import code_key, git_sha
 from lookup.errors import PLDError
 
@@ -36,12 +36,44 @@ def _file_sha(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+#: the folder, inside a board's folder, that keeps every submitted file (named by its content's hash)
+STORE = "submissions"
+
+
+def store_submission(board: Board, path: str | Path) -> Path:
+    """Keep a copy of the submission file in the board's store (``<board>/submissions/<sha256>.py``)
+    and return it: what is scored is exactly what is kept, and ``--verify`` runs it again from
+    there wherever it was submitted from. Writes through no symlink."""
+    data = Path(path).read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    folder = board.folder / STORE
+    if folder.is_symlink():
+        raise PLDError(f"{folder} is a symlink; the board's store must be a folder of its own")
+    folder.mkdir(parents=True, exist_ok=True)
+    stored = folder / f"{sha}.py"
+    if stored.is_symlink() or not stored.is_file() or _file_sha(stored) != sha:
+        atomic_write(stored, data)
+    return stored
+
+
+def stored_file(board: Board, source: dict) -> Path | None:
+    """The stored file a board entry's ``source`` names, when it is one of the store's own files
+    (a plain file named by the hash of what it holds) and holds it still; else None."""
+    sha = source.get("sha256")
+    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+        return None
+    path = board.folder / STORE / f"{sha}.py"
+    if path.is_symlink() or not path.is_file() or _file_sha(path) != sha:
+        return None
+    return path
+
+
 def _source_info(submission) -> dict:
     info = dict(submission.source)
-    if info["kind"] == "file":  # the board names the file without this machine's folders
-        path = Path(info["path"])
-        info["sha256"] = _file_sha(path)
-        info["path"] = info["display"] = portable_path(path)
+    if info["kind"] == "file":  # the board names the file by its content (kept in the board's store)
+        sha = _file_sha(info["path"])
+        info = {"kind": "file", "sha256": sha, "display": clean(info.get("display") or Path(info["path"]).name, 120),
+                "stored": f"{STORE}/{sha}.py"}
     return info
 
 
@@ -59,17 +91,53 @@ def _number(value) -> float | int | None:
         and abs(value) != float("inf") else None
 
 
-def make_entry(evaluation, kind: str, benchmark: str, limits=None) -> dict:
+#: kinds of disqualification whose message can carry text the entry chose (an exception's message,
+#: a class name, a kind it reported) once it has seen a case: on a benchmark that is not public only
+#: the kind is kept. (A load error comes before any case; a crash's reason quotes the entry's last
+#: output only on a public benchmark: ``Sandbox.public``.)
+ENTRY_WORDED = ("exception", "invalid", "protocol")
+#: what stands in for such a message
+WITHHELD = "the details are kept only for the public benchmark, where the entry can be run again to see them"
+#: the output a disqualified entry keeps on the public benchmark (its last characters)
+TAIL_CHARS = 500
+
+
+def _reason(reason: str | None, public: bool) -> str | None:
+    if not reason:
+        return None
+    kind = reason.split(":", 1)[0]
+    if not public and kind in ENTRY_WORDED:
+        return f"{kind}: {WITHHELD}"
+    return clean(reason, 500)
+
+
+def _operation(refused: str) -> str:
+    """What a refused operation was, in words of the sandbox's own: its audit event when the sandbox
+    names it (a socket event is named by the entry: ``socket``), else ``other``."""
+    event = str(refused).split(" ", 1)[0]
+    if event.startswith("socket."):
+        return "socket"
+    known = {*child_side._HANDLED, "replacing", "ctypes.dlopen"}
+    return event if event in known else "other"
+
+
+def make_entry(evaluation, kind: str, benchmark: str, limits=None, public: bool = True) -> dict:
     """The board entry of a finished (or disqualified) evaluation. Every time in it is the parent's
-    measure; every text a submission could shape (reason, refused operations, output) is cleaned."""
+    measure; every text a submission could shape (reason, refused operations, output) is cleaned.
+
+    Nothing the entry printed is kept, but for a short tail of a disqualified entry's output on a
+    ``public`` benchmark (so nothing of a benchmark that is not public can be read out of the board
+    through it); on such a benchmark, messages the entry worded and the arguments of refused
+    operations are left out too (the operations are listed)."""
     ev = evaluation
     steps = sum(len(out.stats.steps) for _, _, out in ev.cases)
     usage = ev.usage or {}
+    refused = [clean(r, 200) if public else _operation(r) for r in ev.refused[:20]]
     entry = {
         "name": clean(ev.submission.name, 48), "kind": kind, "benchmark": benchmark,
         "source": _source_info(ev.submission), "params": ev.submission.params,
-        "status": "ok" if ev.ok else "disqualified", "reason": clean(ev.reason, 500) if ev.reason else None,
-        "refused": [clean(r, 200) for r in ev.refused[:20]], "refused_count": int(_number(usage.get("refused_count")) or 0),
+        "status": "ok" if ev.ok else "disqualified", "reason": _reason(ev.reason, public),
+        "refused": refused, "refused_count": int(_number(usage.get("refused_count")) or 0),
         "isolation": clean(ev.isolation, 80), "full_isolation": bool(ev.full_isolation), "cases_run": len(ev.cases),
         "eval_s": round(ev.seconds, 3), "setup_s": round(ev.setup_s, 3),
         "rt_us_per_step": 1e6 * ev.round_trip_s / steps if steps else None,
@@ -77,8 +145,8 @@ def make_entry(evaluation, kind: str, benchmark: str, limits=None) -> dict:
         "reset_ms_per_case": round(1e3 * ev.reset_s / len(ev.cases), 3) if ev.cases else None,
         "cpu_s": _number(usage.get("cpu_s")), "max_rss_kb": _number(usage.get("max_rss_kb")),
         "overhead_us": _number(usage.get("overhead_us")),  # the protocol's cost per request, left out of every time
-        # what the submission printed: in full (up to 6 kB) when it broke a rule or was refused something
-        "log_tail": clean_block(ev.log_tail, 6000 if ev.reason or ev.refused else 500), "time": now(), "git_sha": git_sha(),
+        "log_tail": clean_block(ev.log_tail, TAIL_CHARS) if ev.reason and public else "",
+        "time": now(), "git_sha": git_sha(), "stream": bool(ev.stream),
         "limits": limits.to_dict() if limits is not None else None,
         # the code behind a built-in's score: a baseline is scored again when it changes
         "code": code_key(lookup.create(ev.submission.source["name"], **ev.submission.params))
@@ -91,6 +159,8 @@ def make_entry(evaluation, kind: str, benchmark: str, limits=None) -> dict:
         # where it loses time against the cost-aware oracle, per group (`leaderboard.py show NAME`)
         losses = pool_losses((case, out, s.profile) for s, case, out in ev.cases)
         entry["oracle_gap"] = {group: dataclasses.asdict(loss) for group, loss in losses.items()}
+        # accepted tokens no run of its context (a stream entry's: and earlier cases) holds (flags.py)
+        entry["beyond_share"] = beyond_share(ev.cases, stream=ev.stream)
     return entry
 
 
@@ -115,14 +185,39 @@ def _progress(total: int, desc: str):
     return tqdm(total=total, desc=desc[:30], unit="case", leave=False, dynamic_ncols=True, disable=not sys.stderr.isatty())
 
 
+#: the kinds of entry whose code ships with pld-lab (ours, and our ports of the peers)
+TRUSTED_KINDS = ("baseline", "peer")
+#: their per-call limit, as a multiple of a submission's. A call's time counts in the score either
+#: way; the limit guards the build against a runaway, and a reference that keeps a history across
+#: the whole benchmark (llama.cpp's cache, SGLang's trie) has calls past 50 ms as it grows
+TRUSTED_CALL_FACTOR = 4.0
+#: kinds of disqualification a busy machine can cause: retried once, quietly, before they stand
+TIME_KINDS = ("slow", "timeout", "total-time")
+
+
 def run_submission(board: Board, submission, sets, info: dict, kind: str, limits, landlock: bool = True,
-                   require_isolation: bool = False) -> dict:
-    """Evaluate in the sandbox and record the entry (disqualified or not); returns the entry."""
+                   require_isolation: bool = False, stream: bool = False) -> dict:
+    """Evaluate in the sandbox and record the entry (disqualified or not); returns the entry.
+    ``stream``: one drafter serves the benchmark's cases in order (a ``history=true`` entry). A
+    disqualification for time is retried once before it stands (a stall of a shared machine is no
+    verdict). Whether the benchmark is public (``info["public"]``) decides what of the entry's own
+    words the board keeps (:func:`make_entry`)."""
     total = sum(len(s.cases) for s in sets)
-    with _progress(total, submission.name) as bar:
-        evaluation = evaluate(submission, sets, limits, deny=[board.folder], landlock=landlock, progress=bar.update,
-                              require_isolation=require_isolation)
-    entry = make_entry(evaluation, kind, info["hash"], limits)
+    public = bool(info.get("public"))
+    if kind in TRUSTED_KINDS:  # our own code: a longer leash per call (its time is charged all the same)
+        limits = dataclasses.replace(limits, call_s=limits.call_s * TRUSTED_CALL_FACTOR)
+    if submission.source["kind"] == "file":  # what is scored is the copy the board keeps
+        path = Path(submission.source["path"])
+        submission = Submission.file(store_submission(board, path), submission.name, submission.params,
+                                     display=submission.source.get("display") or path.name)
+    for _ in range(2):
+        with _progress(total, submission.name) as bar:
+            evaluation = evaluate(submission, sets, limits, deny=[board.folder], landlock=landlock,
+                                  progress=bar.update, require_isolation=require_isolation, stream=stream,
+                                  public=public)
+        if evaluation.ok or evaluation.reason.split(":", 1)[0] not in TIME_KINDS:
+            break
+    entry = make_entry(evaluation, kind, info["hash"], limits, public=public)
     board.record(entry, info)
     return entry
 
@@ -154,25 +249,19 @@ def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, n
         if rerun or have.get(name, "") != code_key(lookup.create(name)):
             entries.append(run_submission(board, Submission.builtin(name), sets, info, "baseline", limits, landlock,
                                           require_isolation))
-        entries += stream_entry(board, name, "baseline", have, rerun, sets, info)
+        entries += stream_entry(board, name, "baseline", have, rerun, sets, info, limits, landlock, require_isolation)
         for entry in entries:
             say(one_line(entry))
         done += entries
     return done
 
 
-#: peers whose own code the sandbox cannot hold: replayed in this process (trusted code of ours), and said so
-IN_PROCESS_PEERS = {"peer:hf-prompt-lookup": "calls transformers' own class, which the sandbox withholds"}
-
-
 def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landlock: bool = True,
               say=print, require_isolation: bool = False) -> list[dict]:
-    """The peers' lookup functions (``lookup.peers``), recorded as entries of kind ``peer``: in the
-    sandbox as the baselines are, except those of :data:`IN_PROCESS_PEERS`. A peer that can keep a
-    history across requests (a ``history`` parameter) is also recorded with it, named
-    ``<peer>:history=true``, on the benchmark served as one stream of requests in its order (earlier
-    cases only), in-process: the sandbox builds a fresh drafter per case. A peer whose optional
-    dependency is missing is left out with one line."""
+    """The peers' lookup functions (``lookup.peers``: our ports, never a plug-in), recorded as
+    entries of kind ``peer``, in the sandbox as the baselines are. A peer that can keep a history
+    across requests (a ``history`` parameter) is also recorded with it, as :func:`stream_entry`
+    says. A peer whose optional dependency is missing is left out with one line."""
     import lookup.peers
 
     have = scored_codes(board, info, "peer")
@@ -185,61 +274,29 @@ def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landl
             continue
         entries = []
         if rerun or have.get(name, "") != code_key(drafter):
-            entries.append(record_in_process(board, name, {}, sets, info, IN_PROCESS_PEERS[name])
-                           if name in IN_PROCESS_PEERS else
-                           run_submission(board, Submission.builtin(name), sets, info, "peer", limits, landlock,
+            entries.append(run_submission(board, Submission.builtin(name), sets, info, "peer", limits, landlock,
                                           require_isolation))
-        entries += stream_entry(board, name, "peer", have, rerun, sets, info)
+        entries += stream_entry(board, name, "peer", have, rerun, sets, info, limits, landlock, require_isolation)
         for entry in entries:
             say(one_line(entry))
         done += entries
     return done
 
 
-def stream_entry(board: Board, name: str, kind: str, have: dict, rerun: bool, sets, info: dict) -> list[dict]:
+def stream_entry(board: Board, name: str, kind: str, have: dict, rerun: bool, sets, info: dict, limits,
+                 landlock: bool = True, require_isolation: bool = False) -> list[dict]:
     """Drafter ``name`` with its history across requests (a ``history`` parameter), recorded as
     ``<name>:history=true`` on the benchmark served as one stream of requests in its order (earlier
-    cases only), in-process: the sandbox builds a fresh drafter per case. Nothing for a drafter
-    without a history, or whose entry (in ``have``: name -> code key) is today's unless ``rerun``."""
-    stream = f"{name}:history=true"
+    cases only), in the sandbox: one case process serves the whole stream with one drafter. Nothing
+    for a drafter without a history, or whose entry (in ``have``: name -> code key) is today's
+    unless ``rerun``."""
+    spec = f"{name}:history=true"
     if "history" not in inspect.signature(type(lookup.create(name))).parameters:
         return []
-    if not rerun and have.get(stream, "") == code_key(lookup.create(name, history=True)):
+    if not rerun and have.get(spec, "") == code_key(lookup.create(name, history=True)):
         return []
-    return [record_in_process(board, name, {"history": True}, sets, info, STREAM_SETTING, stream=True, kind=kind)]
-
-
-#: what a stream entry's isolation column says
-STREAM_SETTING = ("stream: one drafter serves the cases in the benchmark's order, keeping its history of "
-                  "earlier cases (replayed in-process)")
-
-
-def record_in_process(board: Board, name: str, params: dict, sets, info: dict, why: str,
-                      stream: bool = False, kind: str = "peer") -> dict:
-    """Replay a trusted drafter of ours in this process (the loop's own timing: propose, extend and
-    observe per step, reset added to the first step as the sandbox adds it) and record it as an entry
-    of ``kind``; ``stream``: one drafter for every case in the benchmark's order (its name then carries
-    its params)."""
-    spec = name + "".join(f":{k}={str(v).lower()}" for k, v in params.items())
-    submission = Submission.builtin(name, params)
-    submission = dataclasses.replace(submission, name=spec)
-    evaluation = Evaluation(submission, isolation=f"in-process: {why}")
-    shared = lookup.create(name, **params) if stream else None
-    t0 = time.perf_counter()
-    with _progress(sum(len(s.cases) for s in sets), spec) as bar:
-        for trace_set in in_order(sets):
-            for case in trace_set.cases:
-                out = replay_case(case, shared or lookup.create(name, **params), trace_set.profile)
-                reset_s = out.stats.drafter_s - sum(step.drafter_s for step in out.stats.steps)
-                if out.stats.steps:
-                    out.stats.steps[0].drafter_s += reset_s
-                evaluation.reset_s += reset_s
-                evaluation.cases.append((trace_set, case, out))
-                bar.update()
-    evaluation.seconds = time.perf_counter() - t0
-    entry = make_entry(evaluation, kind, info["hash"])
-    board.record(entry, info)
-    return entry
+    submission = dataclasses.replace(Submission.builtin(name, {"history": True}), name=spec)
+    return [run_submission(board, submission, sets, info, kind, limits, landlock, require_isolation, stream=True)]
 
 
 def run_examples(board: Board, sets, info: dict, limits, rerun: bool = False, landlock: bool = True,
@@ -258,6 +315,58 @@ def run_examples(board: Board, sets, info: dict, limits, rerun: bool = False, la
     return done
 
 
+# -- fresh cases: every entry again, on cases made at build time -------------------------------------------
+def run_fresh(board: Board, info: dict, fresh_sets, fresh: dict, limits, landlock: bool = True, say=print,
+              require_isolation: bool = False) -> list[dict]:
+    """Score every entry of the public benchmark ``info`` again on the fresh cases (``fresh``:
+    their :func:`experiments.competition.fresh_cases.fresh_info`), as it was scored there (its
+    source, its parameters, a stream entry as a stream), through the sandbox; then link the two
+    benchmarks on the board, so the views rank by the fresh score. An entry whose source cannot be
+    run again (its file gone from the store) is said so and left without a fresh score."""
+    ensure_oracle(board, fresh_sets, fresh)
+    done = []
+    for entry in board.entries(info["hash"]):
+        if entry.get("kind") == "oracle":
+            continue
+        try:
+            submission = submission_of(entry, board)
+        except PLDError as exc:
+            say(f"{clean(entry.get('name'), 48)}: no fresh score ({exc})")
+            continue
+        scored = run_submission(board, submission, fresh_sets, fresh, str(entry.get("kind")), limits, landlock,
+                                require_isolation, stream=bool(entry.get("stream")))
+        say("fresh " + one_line(scored))
+        done.append(scored)
+    link_fresh(board, info["hash"], fresh)
+    return done
+
+
+def link_fresh(board: Board, public: str, fresh: dict) -> None:
+    """Record on the board that benchmark ``public``'s latest fresh cases are ``fresh`` (its hash,
+    seed, generator version): what the views rank by and ``check-fresh`` makes again."""
+    with board.editing() as data:
+        links = data.setdefault("fresh", {})
+        links[public] = {"hash": fresh["hash"], "cases": fresh["cases"], "tasks": fresh["tasks"],
+                         "time": now(), **fresh["fresh"]}
+
+
+def fresh_link(board: Board, public: str) -> dict | None:
+    """The fresh cases linked to benchmark ``public`` (see :func:`link_fresh`), or None."""
+    link = (board.load().get("fresh") or {}).get(public)
+    return link if isinstance(link, dict) and isinstance(link.get("hash"), str) else None
+
+
+def shown_entries(board: Board, benchmark: str) -> tuple[list[dict], dict]:
+    """(entries, info) as every view shows benchmark ``benchmark``: ranked by its linked fresh
+    cases' scores where there are some (``flags.with_fresh``), flagged either way."""
+    info = dict(board.load()["benchmarks"].get(benchmark) or {"hash": benchmark})
+    link = fresh_link(board, benchmark)
+    public = board.entries(benchmark)
+    if link is None:
+        return flags_alone(public), info
+    return with_fresh(public, board.entries(link["hash"])), {**info, "fresh_link": link}
+
+
 def one_line(entry: dict) -> str:
     """An entry in one line (cleaned: safe to print to a terminal): its scores, or why it was disqualified."""
     name = clean(entry.get("name"), 48)
@@ -271,74 +380,71 @@ def one_line(entry: dict) -> str:
 # -- --verify: the top entries live on the model ------------------------------------------------------------
 def verify_entries(entries: Sequence[dict], target, prompts: Sequence[Sequence[int]], max_new_tokens: int,
                    limits, deny: Sequence[str | Path] = (), landlock: bool = True,
-                   require_isolation: bool = False) -> dict[str, dict]:
+                   require_isolation: bool = False, board: Board | None = None) -> dict[str, dict]:
     """Run each entry through the sandbox on a live ``target``; measured speedup over ``none`` on the
     same prompts and whether every output is token-identical to ``none``'s (plain greedy).
 
-    Every sandbox is open at once and each prompt runs ``none`` then every entry back to back, so
-    that a burst of machine noise hits them alike.
+    One entry at a time (its sandbox is closed before the next one opens, so nothing an entry
+    runs between its calls can slow another's), and per prompt ``none`` right before the entry, so
+    a burst of machine noise hits both alike. An entry's file comes from ``board``'s store, where
+    it was kept when it was scored, wherever it was submitted from.
     """
 
     # the replay's total-time limit would count the model's forwards too: only per-call limits here
     limits = dataclasses.replace(limits, total_s=max(limits.total_s, 24 * 3600.0))
     results: dict[str, dict] = {}
-    boxes: dict[str, Sandbox] = {}
-    walls: dict[str, list[float]] = {}
-    with contextlib.ExitStack() as stack:
-        for entry in entries:
-            submission = submission_of(entry)
-            if submission is None:
-                results[entry["name"]] = {"skipped": "the submission file is missing or changed since it was scored"}
-                continue
-            results[entry["name"]] = {"prompts": len(prompts), "max_new_tokens": max_new_tokens,
-                                      "model": getattr(target, "name", "?"),
-                                      "device": str(getattr(target, "device", "?")), "time": now(),
-                                      "identical": True, "tau": []}
-            try:
-                box = stack.enter_context(Sandbox(submission, target.vocab_size, limits, deny, landlock,
-                                                  require_isolation=require_isolation))
+    decoding.generate(target, prompts[0], lookup.create("none"), 4)  # first forwards allocate
+    for entry in entries:
+        name = entry["name"]
+        try:
+            submission = submission_of(entry, board)
+        except PLDError as exc:
+            results[name] = {"skipped": str(exc)}
+            continue
+        result = {"prompts": len(prompts), "max_new_tokens": max_new_tokens, "model": getattr(target, "name", "?"),
+                  "device": str(getattr(target, "device", "?")), "time": now(), "identical": True, "tau": []}
+        reference, walls = [], []
+        try:
+            with Sandbox(submission, target.vocab_size, limits, deny, landlock,
+                         require_isolation=require_isolation) as box:
                 box.generate(target, prompts[0], 4)  # warm-up: first calls and forwards allocate
-            except Disqualified as exc:
-                results[entry["name"]] = {"failed": exc.reason}
-                continue
-            boxes[entry["name"]], walls[entry["name"]] = box, []
-        decoding.generate(target, prompts[0], lookup.create("none"), 4)
-        reference: list[float] = []
-        for prompt in prompts:
-            t0 = time.perf_counter()
-            ref = decoding.generate(target, prompt, lookup.create("none"), max_new_tokens)
-            reference.append(time.perf_counter() - t0)
-            for name, box in list(boxes.items()):
-                try:
+                for prompt in prompts:
+                    t0 = time.perf_counter()
+                    ref = decoding.generate(target, prompt, lookup.create("none"), max_new_tokens)
+                    reference.append(time.perf_counter() - t0)
                     t0 = time.perf_counter()
                     out = box.generate(target, prompt, max_new_tokens)
-                except Disqualified as exc:
-                    results[name] = {"failed": exc.reason}
-                    del boxes[name]
-                    continue
-                walls[name].append(time.perf_counter() - t0)
-                results[name]["identical"] &= out.tokens == ref.tokens
-                results[name]["tau"].append(out.stats.tau)
-    for name in boxes:
-        r = results[name]
-        r.update(speedup=sum(reference) / sum(walls[name]), tau=sum(r["tau"]) / len(r["tau"]),
-                 none_s=sum(reference), entry_s=sum(walls[name]), identical=bool(r["identical"]))
+                    walls.append(time.perf_counter() - t0)
+                    result["identical"] &= out.tokens == ref.tokens
+                    result["tau"].append(out.stats.tau)
+        except Disqualified as exc:
+            results[name] = {"failed": exc.reason}
+            continue
+        result.update(speedup=sum(reference) / sum(walls), tau=sum(result["tau"]) / len(result["tau"]),
+                      none_s=sum(reference), entry_s=sum(walls), identical=bool(result["identical"]))
+        results[name] = result
     return results
 
 
-def submission_of(entry: dict):
-    """The Submission an entry was scored from, or None when its file is gone or changed."""
-    source = entry.get("source") or {}
+def submission_of(entry: dict, board: Board | None = None) -> Submission:
+    """The Submission an entry was scored from, checked against what it may be before anything is
+    loaded: a drafter whose code ships with pld-lab (by its registered name, never a path), an
+    installed plug-in's entry point (resolved from its package's metadata, run only in the sandbox),
+    or a file in ``board``'s store holding exactly what was scored. A PLDError says why not."""
+    source = entry.get("source") if isinstance(entry.get("source"), dict) else {}
+    params = entry.get("params") if isinstance(entry.get("params"), dict) else {}
     kind = source.get("kind")
-    if kind == "builtin":
-        return Submission.builtin(source["name"], entry.get("params") or {})
-    if kind == "entry_point":
-        return Submission.entry_point(source["name"], entry["name"], entry.get("params") or {})
+    if kind == "builtin":  # under the entry's name: a stream entry is `<name>:history=true`
+        submission = Submission.builtin(source.get("name"), params)
+        return dataclasses.replace(submission, name=clean(entry.get("name"), 48) or submission.name)
+    if kind == "entry_point" and isinstance(source.get("name"), str):
+        return Submission.entry_point(source["name"], entry.get("name"), params)
     if kind == "file":
-        path = local_path(source.get("path", ""))
-        if path.is_file() and _file_sha(path) == source.get("sha256"):
-            return Submission.file(path, entry["name"], entry.get("params") or {})
-    return None
+        path = stored_file(board, source) if board is not None else None
+        if path is None:
+            raise PLDError("the submission file is not in the board's store (or was changed there)")
+        return Submission.file(path, entry.get("name"), params, display=source.get("display"))
+    raise PLDError(f"an entry of source kind {clean(kind, 40)!r} cannot be run again")
 
 
 def verify_prompts(sets, count: int) -> list[list[int]]:

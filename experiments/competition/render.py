@@ -20,7 +20,7 @@ from experiments.competition.text import markdown as md
 from experiments.reporting import wandb_log as wl
 from experiments.reporting.summary import oracle_gain
 from experiments.reporting.tables import loss_table, render
-from experiments.running.explain import Loss
+from experiments.running.explain import PARTS, Loss
 
 DOCS_LINK = "../docs/competition.md"
 #: entries drawn in the plot, besides the oracle
@@ -41,7 +41,9 @@ def _gain(entry: dict, oracle: dict | None) -> float | None:
 
 
 def _notes(entry: dict) -> str:
-    bits = []
+    bits = [f"FLAG {flag}" for flag in entry.get("flags") or []]
+    if entry.get("stream"):
+        bits.append("stream: one drafter serves the cases in order, keeping what it learns")
     if entry.get("refused_count"):
         bits.append(f"{entry['refused_count']} operations refused")
     if entry.get("kind") != "oracle" and not entry.get("full_isolation"):
@@ -89,23 +91,36 @@ def main_rows(entries: Sequence[dict], esc: Callable[[object], str] = clean) -> 
     """(headers, rows of display strings, the entries in row order): the oracle, then the ranking.
     ``esc`` makes an entry's texts safe for the view (the numbers are ours)."""
     oracle, ok, _ = ranked(entries)
-    headers = ["#", "entry", "kind", "est. speedup CPU", "est. speedup GPU", "tau", "of oracle gain",
-               "drafter µs/step", "notes"]
+    fresh = has_fresh(entries)
+    headers = ["#", "entry", "kind", *(["fresh CPU (ranks)", "public CPU"] if fresh else ["est. speedup CPU"]),
+               "est. speedup GPU", "tau", "of oracle gain", "drafter µs/step", "notes"]
+    public = (lambda e: [_x(e.get("score_public"))]) if fresh else (lambda e: [])
     rows, order = [], []
     if oracle:
         aware = oracle.get("score_cost_aware")
         note = "knows the answer, drafts exactly the accepted run" + (
             f"; cost-aware: {_x(aware)} CPU" if aware else "")
-        rows.append(["-", ORACLE, "ceiling", _x(oracle.get("score")), _x(oracle.get("score_gpu")),
+        rows.append(["-", ORACLE, "ceiling", _x(oracle.get("score")), *public(oracle), _x(oracle.get("score_gpu")),
                      _f(oracle.get("tau")), "100%", "-", note])
         order.append(oracle)
     for rank, e in enumerate(ok, 1):
         gain = _gain(e, oracle)
-        rows.append([str(rank), esc(e.get("name")), esc(e.get("kind", "?")), _x(e.get("score")), _x(e.get("score_gpu")),
-                     _f(e.get("tau")), "-" if gain is None else f"{100 * gain:.0f}%".replace("-0%", "0%"),
+        rows.append([str(rank), esc(e.get("name")), esc(e.get("kind", "?")), _x(e.get("score")), *public(e),
+                     _x(e.get("score_gpu")), _f(e.get("tau")),
+                     "-" if gain is None else f"{100 * gain:.0f}%".replace("-0%", "0%"),
                      _f(e.get("drafter_us_per_step"), 0), esc(_notes(e))])
         order.append(e)
     return headers, rows, order
+
+
+def has_fresh(entries: Sequence[dict]) -> bool:
+    """Whether the entries carry fresh scores (``flags.with_fresh``): the views rank by them."""
+    return any("score_public" in e for e in entries)
+
+
+def split_pending(dq: Sequence[dict]) -> tuple[list[dict], list[dict]]:
+    """(disqualified, pending): an entry scored on the public cases only waits for the next build."""
+    return [e for e in dq if e.get("status") != "pending"], [e for e in dq if e.get("status") == "pending"]
 
 
 def group_rows(entries: Sequence[dict], esc: Callable[[object], str] = clean) -> tuple[list[str], list[list]]:
@@ -135,7 +150,17 @@ def _benchmark_lines(info: dict) -> list[str]:
         f"CPU profile: {cpu.get('model', '?')} on {cpu.get('device', '?')}, one-token forward "
         f"{_f(cpu.get('forward_ms_1'), 1)} ms; relative cost by tokens verified {rel_text}" if cpu else "",
         f"GPU profile: {gpu.get('model', '?')}, {_f(gpu.get('forward_ms_1'), 0)} ms per forward" if gpu else "",
+        _fresh_line(info.get("fresh_link")),
     ]
+
+
+def _fresh_line(link) -> str:
+    """How the fresh cases that rank the board were made (so anyone can make them again)."""
+    if not isinstance(link, dict):
+        return ""
+    return (f"ranked by fresh cases made at the build: seed {link.get('seed', '?')}, generator v{link.get('version', '?')}"
+            f" (Python {link.get('python', '?')}), {link.get('cases', '?')} cases, benchmark {link.get('hash', '?')}"
+            f"; public scores beside them. Make them again: `python experiments/leaderboard.py check-fresh`")
 
 
 def text_board(entries: Sequence[dict], info: dict) -> str:
@@ -146,6 +171,11 @@ def text_board(entries: Sequence[dict], info: dict) -> str:
     gh, grows = group_rows(entries)
     parts = [clean(line, 1000) for line in _benchmark_lines(info) if line]
     parts += ["", render(headers, rows), "", "estimated speedup (CPU profile) and tau per task group:", render(gh, grows)]
+    dq, pending = split_pending(dq)
+    if pending:
+        parts += ["", "not scored on fresh cases yet (public score only, not ranked):"] + [
+            f"  {clean(e.get('name'), 48)}: public {_x(e.get('score_public'))}" + (
+                f"; {clean('; '.join(e.get('flags') or []), 300)}" if e.get("flags") else "") for e in pending]
     if dq:
         parts += ["", "disqualified:"] + [f"  {clean(e.get('name'), 48)}: {clean(e.get('reason'), 500)}" for e in dq]
     if ranked(peers)[1]:
@@ -162,13 +192,26 @@ def entry_details(entry: dict, oracle: Sequence[dict], info: dict) -> str:
     gap = entry.get("oracle_gap")
     if isinstance(gap, dict) and gap:
         try:
-            losses = {clean(group, 60): Loss(**loss) for group, loss in gap.items()}
+            losses = {clean(group, 60): _loss(loss) for group, loss in gap.items()}
         except TypeError:  # an entry recorded before the breakdown, or edited by hand
             losses = {}
         if losses:
             parts += ["", f"where {clean(entry.get('name'), 48)} loses time against the cost-aware oracle "
                           "(share of its gap, decoding phase):", loss_table(losses)]
     return "\n".join(parts)
+
+
+def _loss(fields) -> Loss:
+    """One group's breakdown as the board file holds it; TypeError unless every field is a number
+    (the table formats them as numbers: a string there would be printed or fail)."""
+    loss = Loss(**fields)
+    if not isinstance(loss.parts, dict) or not set(PARTS) <= set(loss.parts):
+        raise TypeError("a breakdown without its parts")
+    numbers = [loss.plain, loss.oracle, loss.run, loss.cases, *(loss.parts[p] for p in PARTS)]
+    numbers += [] if loss.first_token_auc is None else [loss.first_token_auc]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers):
+        raise TypeError("a breakdown field is not a number")
+    return loss
 
 
 def markdown(entries: Sequence[dict], info: dict) -> str:
@@ -207,6 +250,13 @@ def markdown(entries: Sequence[dict], info: dict) -> str:
                   " same oracle.", "", render(ph, prows, markdown=True), "", render(pgh, pgrows, markdown=True),
                   "", "Per task group, our best entry against the best peer (estimated speedup, CPU profile):", "",
                   render(*best_against_peers(everything, md), markdown=True)]
+    dq, pending = split_pending(dq)
+    if pending:
+        lines += ["", "## Not scored on fresh cases yet", "", "Submitted since the last build: public score only, not"
+                  " ranked (the next build scores them on its fresh cases).", "",
+                  render(["entry", "kind", "public CPU", "notes"],
+                         [[md(e.get("name"), 48), md(e.get("kind", "?"), 20), _x(e.get("score_public")),
+                           md(_notes(e), 500)] for e in pending], markdown=True)]
     if dq:
         lines += ["", "## Disqualified", "", render(["entry", "kind", "reason"],
                                                     [[md(e.get("name"), 48), md(e.get("kind", "?"), 20),
@@ -218,7 +268,7 @@ def markdown(entries: Sequence[dict], info: dict) -> str:
                   " drafted):", ""]
         for e in refused:
             shown = "; ".join(md(r, 200) for r in list(e.get("refused") or [])[:8])
-            lines.append(f"- **{md(e.get('name'), 48)}** ({int(e['refused_count'])}): {shown}")
+            lines.append(f"- **{md(e.get('name'), 48)}** ({md(e['refused_count'], 20)}): {shown}")
     verified = [e for e in ok if e.get("verify")]
     if verified:
         lines += ["", "## Verified live", "", render(
@@ -233,7 +283,8 @@ def markdown(entries: Sequence[dict], info: dict) -> str:
 def board_json(entries: Sequence[dict], info: dict) -> dict:
     """leaderboard.json: the same numbers as the tables, machine-readable."""
     oracle, ok, dq = ranked(entries)
-    keep = ("name", "kind", "score", "score_gpu", "tau", "drafter_us_per_step", "rt_us_per_step", "reset_ms_per_case",
+    keep = ("name", "kind", "score", "score_gpu", "score_public", "score_gpu_public", "flags", "stream", "beyond_share",
+            "tau", "drafter_us_per_step", "rt_us_per_step", "reset_ms_per_case",
             "groups", "source", "params", "refused_count", "refused", "isolation", "full_isolation", "eval_s", "verify",
             "time", "git_sha")
     texts = {"name": 48, "kind": 20, "isolation": 80}
@@ -330,8 +381,11 @@ code { font-size: 12px; }
 def page(entries: Sequence[dict], info: dict, png: bytes | None) -> str:
     """index.html: one static file, no external resources."""
     oracle, _, dq = ranked(entries)
+    dq = split_pending(dq)[0] + split_pending(dq)[1]
     headers, rows, order = main_rows(entries)
-    sort_values = lambda e: ["", e["name"], e.get("kind", ""), e.get("score"), e.get("score_gpu"), e.get("tau"),  # noqa: E731
+    public = has_fresh(entries)
+    sort_values = lambda e: ["", e["name"], e.get("kind", ""), e.get("score"),  # noqa: E731
+                             *([e.get("score_public")] if public else []), e.get("score_gpu"), e.get("tau"),
                              _gain(e, oracle) if e is not oracle else 1.0, e.get("drafter_us_per_step"), ""]
 
     def cell(text, value) -> str:

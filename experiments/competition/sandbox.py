@@ -28,9 +28,12 @@ Messages are batched: one round trip per step carries the previous step's ``exte
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import importlib.util
 import json
 import math
+import re
 import os
 import select
 import shutil
@@ -56,6 +59,7 @@ from experiments.competition import confine, isolation
 from experiments.competition.protocol import (Disqualified, OutputTail, Pipe, draft_answer, error_in, fields,
                                               json_answer, protocol_error)
 from experiments.competition.text import clean
+from experiments.benchmarks.traces import in_order
 from experiments.running.replay import DRAFT_BUDGET, replay_case
 from lookup.base import MAX_TOP, Draft, Drafter
 from lookup.errors import PLDError
@@ -68,6 +72,8 @@ CONFINE_SCRIPT = Path(confine.__file__).resolve()
 SUBMISSION_MAX_BYTES = 1 << 20
 #: the layers without which an entry's isolation is not full (Landlock and the audit hook are extra)
 FULL_ISOLATION = ("bwrap", "seccomp")
+#: the child's own report of a slow call (``Child.timed``): any other wording is not the child's
+SLOW_REPORT = re.compile(r"(reset|extend|observe|observe_top|propose) took \d+ ms \(limit \d+ ms\)")
 #: calibration steps run before the submission is loaded (what the protocol itself costs)
 CALIBRATION_STEPS = 16
 
@@ -100,7 +106,9 @@ class Submission:
     params: dict = field(default_factory=dict)
 
     @classmethod
-    def file(cls, path: str | Path, name: str | None = None, params: dict | None = None) -> "Submission":
+    def file(cls, path: str | Path, name: str | None = None, params: dict | None = None,
+             display: str | None = None) -> "Submission":
+        """``display``: the file's name as submitted (the path may be its copy in a board's store)."""
         path = Path(path).expanduser()
         if not path.is_file():
             raise PLDError(f"no submission file {path}")
@@ -108,7 +116,8 @@ class Submission:
             raise PLDError(f"{path} is not a Python file (.py)")
         if path.stat().st_size > SUBMISSION_MAX_BYTES:
             raise PLDError(f"{path} is over {SUBMISSION_MAX_BYTES >> 20} MiB; a submission is one lookup function")
-        return cls(name or file_drafter_name(path), {"kind": "file", "path": str(path.resolve())}, params or {})
+        return cls(name or file_drafter_name(path),
+                   {"kind": "file", "path": str(path.resolve()), "display": display or path.name}, params or {})
 
     @classmethod
     def entry_point(cls, name: str, display: str | None = None, params: dict | None = None) -> "Submission":
@@ -119,7 +128,12 @@ class Submission:
 
     @classmethod
     def builtin(cls, name: str, params: dict | None = None) -> "Submission":
-        lookup.get(name)  # unknown names raise with suggestions
+        """A drafter whose code ships with pld-lab (ours or a peer's port): only a registered name
+        of ours, never a path or a plug-in (looking one up would import it in this process)."""
+        if not isinstance(name, str) or name not in lookup.trusted_names():
+            raise PLDError(unknown_name("built-in drafter", clean(name, 80), lookup.trusted_names()))
+        if not isinstance(params, (dict, type(None))):
+            raise PLDError(f"the parameters of {name!r} are not an object")
         return cls(name, {"kind": "builtin", "name": name}, params or {})
 
     def child_source(self) -> dict:
@@ -142,11 +156,45 @@ class Submission:
         if self.source["kind"] == "entry_point":
             source = self.child_source()
             return [source["package_dir"] or source["origin"]]
-        return []
+        return list(isolation.extra_paths(self.source["name"]))  # a built-in that needs transformers
 
     def describe(self) -> str:
         kind, what = self.source["kind"], self.source.get("path") or self.source.get("name")
         return f"{kind} {what}"
+
+
+#: the most module names the zygote preloads for a submission
+MAX_PRELOADS = 64
+
+
+def preloads(submission: Submission) -> dict:
+    """What the zygote imports before any case, for the hello: the modules a submission's source
+    names that are ours to trust (``lookup``, numpy, numba, torch... :data:`isolation.ALLOWED_PACKAGES`),
+    found by parsing the source (never running it); whether to warm the built-ins' kernels (it
+    imports ``lookup``) and ``unfold``'s (it imports torch). A case process then imports nothing it
+    would pay seconds for in every case. A built-in's class is loaded by the zygote itself."""
+    if submission.source["kind"] == "builtin":
+        return {"preload": [], "warm_builtins": False, "warm_torch": False}
+    if submission.source["kind"] == "file":
+        files = [Path(submission.source["path"])]
+    else:
+        source = submission.child_source()
+        root = Path(source["package_dir"] or source["origin"])
+        files = sorted(root.rglob("*.py"))[:200] if root.is_dir() else [root]
+    trusted = ("lookup", *isolation.ALLOWED_PACKAGES)
+    names: list[str] = []
+    for path in files:
+        try:
+            tree = ast.parse(path.read_bytes()[:SUBMISSION_MAX_BYTES])
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            found = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            names += [n for n in found if n.split(".")[0] in trusted and n not in names]
+    names = names[:MAX_PRELOADS]
+    tops = {n.split(".")[0] for n in names}
+    return {"preload": names, "warm_builtins": "lookup" in tops, "warm_torch": "torch" in tops}
 
 
 def _entry_point(name: str):
@@ -174,13 +222,21 @@ class Sandbox:
 
     def __init__(self, submission: Submission, vocab_size: int, limits: Limits = Limits(),
                  deny: Sequence[str | Path] = (), landlock: bool = True, audit_hook: bool = True,
-                 seccomp: bool = True, bwrap: bool = True, require_isolation: bool = False) -> None:
+                 seccomp: bool = True, bwrap: bool = True, require_isolation: bool = False,
+                 stream: bool = False, public: bool = True) -> None:
         self.submission, self.vocab_size, self.limits = submission, int(vocab_size), limits
+        # stream: one case process serves every sequence with one drafter (an entry with a history
+        # across requests); otherwise each sequence gets a case process of its own
+        self.stream = stream
+        # public: the benchmark is public, so a crash's reason may quote the entry's last output
+        self.public = public
         # turning a layer off is for tests (and kernels where one misbehaves)
         self.landlock, self.audit_hook, self.seccomp = landlock, audit_hook, seccomp
         self.bwrap_problem = isolation.bwrap_problem() if bwrap else "turned off"
         self.require_isolation = require_isolation
-        self.deny = [os.path.realpath(p) for p in [*deny, cache_dir(), *isolation.forbidden_paths()]]
+        extra = self.submission.extra_roots()
+        forbidden = [p for p in isolation.forbidden_paths() if not any(isolation.under(p, r) for r in extra)]
+        self.deny = [os.path.realpath(p) for p in [*deny, cache_dir(), *forbidden]]
         self.isolation = "?"
         self.layers: list[str] = []
         self.setup_s = 0.0
@@ -195,7 +251,15 @@ class Sandbox:
         self._tail: OutputTail | None = None
         self._refusals: int | None = None  # the read end of the refusal channel
         self._refusal_fd = -1  # its write end's number in the child
-        self._pid: int | None = None  # the child's pid as this process sees it
+        self._pid: int | None = None  # the pid (as this process sees it) of the process serving requests now
+        self._zygote: Pipe | None = None  # the channel to the zygote, which forks the case processes
+        self._zpid: int | None = None
+        self._served = False  # whether the case process has served a sequence yet
+        self._case_cpu_s = 0.0  # CPU seconds of the case processes that have ended
+        self._peak_kb: int | None = None
+        self._case_layers: list[str] | None = None
+        self._counted: int | None = None  # the case process whose usage was last kept
+        self._unreaped = False  # a case process was killed and the zygote's report of it is unread
         self._root: Path | None = None
         self._home: Path | None = None
         self._deadline = math.inf
@@ -247,9 +311,8 @@ class Sandbox:
         self._confined(reads, hidden, t0 + self.limits.setup_s + self.limits.margin_s)
         self._mark = self._cpu()
         self._calibrate()
-        self._load(t0 + self.limits.setup_s + self.limits.margin_s)
+        self._open_case(t0 + self.limits.setup_s + self.limits.margin_s)
         self.setup_s = time.monotonic() - t0
-        self._mark = self._cpu()
         self._deadline = time.monotonic() + self.limits.total_s
 
     def _environment(self, home: Path) -> dict:
@@ -257,10 +320,13 @@ class Sandbox:
             "HOME": str(home), "PLD_LAB_CACHE": str(home / "cache"), "TMPDIR": str(home / "tmp"),
             "XDG_CACHE_HOME": str(home / "cache"), "PATH": os.defpath, "LANG": "C.UTF-8",
             "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
+            # torch would scan every installed distribution for device plug-ins and import them
+            "TORCH_DEVICE_BACKEND_AUTOLOAD": "0",
         }
 
     def _launch(self, reads: list[str], hidden: list[str]) -> None:
-        self._root = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
+        # resolved: without bubblewrap the audit hook compares resolved paths with the write root
+        self._root = Path(os.path.realpath(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-")))
         self._home = self._root / "home"
         for sub in ("cache", "tmp"):  # inside bubblewrap the scratch tmpfs covers these: the child makes them again
             (self._home / sub).mkdir(parents=True)
@@ -282,11 +348,12 @@ class Sandbox:
                 if fd is not None:
                     os.close(fd)
             self._pipe, self._refusals = Pipe(parent_sock), refusal_r
+            self._zygote = self._pipe
             os.set_blocking(refusal_r, False)
             self._tail = OutputTail(log_r)
             self._tail.start()
         self._refusal_fd = refusal_w  # its number in the child (passed at the same number)
-        self._pid = self._proc.pid if info_r is None else self._bwrap_child(info_r)
+        self._pid = self._zpid = self._proc.pid if info_r is None else self._bwrap_child(info_r)
 
     def _bwrap_child(self, info_r: int) -> int:
         """The sandboxed child's pid, from bubblewrap's report (it runs as pid 1 of its namespace)."""
@@ -319,9 +386,20 @@ class Sandbox:
             "read_roots": reads, "hidden_roots": hidden, "list_roots": isolation.list_paths(), "write_root": home,
             "deny_roots": self.deny, "devices": [d for d in isolation.DEVICES if os.path.exists(d)],
             "refusal_fd": self._refusal_fd, "landlock": self.landlock, "seccomp": self.seccomp,
-            "audit_hook": self.audit_hook,
+            "audit_hook": self.audit_hook, "stream": self.stream, **preloads(self.submission),
         }
         data = self._exchange(hello, deadline, "start-up", self._late_start())
+        reply = json_answer(data)
+        if "error" in reply:
+            fields(reply, {"error": str, "message": str})
+            if self.submission.source["kind"] == "builtin":  # our code, loaded by the zygote
+                raise Disqualified("exception", "during start-up: " + reply["message"])
+            raise PLDError(f"the sandbox could not start: {clean(reply['message'], 500)}")
+        fields(reply, {"ready": bool})
+
+    def _layers_reported(self, data: bytes) -> None:
+        """A case process's report of the layers that hold, made before any submitted code ran in
+        it; every case process of an entry must hold the same ones."""
         reply = json_answer(data)
         if "error" in reply:
             fields(reply, {"error": str, "message": str})
@@ -329,6 +407,11 @@ class Sandbox:
         layers = fields(reply, {"ready": bool, "layers": list})["layers"]
         if not all(type(x) is str and len(x) < 40 for x in layers):
             raise protocol_error("a malformed report of the sandbox's layers")
+        if self._case_layers is not None:
+            if layers != self._case_layers:
+                raise protocol_error("a case process reported other layers than the first")
+            return
+        self._case_layers = layers
         self.layers = (["bwrap"] if self.bwrapped else []) + layers
         self.isolation = "+".join(self.layers) or "none"
         if self.require_isolation and not self.full_isolation:
@@ -350,7 +433,26 @@ class Sandbox:
             costs.append(charged)
         self.overhead_s = min(costs)
 
-    def _load(self, deadline: float) -> None:
+    # -- case processes -------------------------------------------------------------------------------
+    def _open_case(self, deadline: float) -> None:
+        """Ask the zygote for a fresh case process; take its channel, learn its pid, its layers,
+        and load the submission in it. Its start-up is not charged, and not counted in the
+        replay's total time."""
+        t0 = time.monotonic()
+        self._pipe, self._pid = self._zygote, self._zpid
+        self._reaped()
+        try:
+            self._zygote.send(("case",), deadline)
+            fd = self._receive_channel(deadline)
+        except TimeoutError:
+            self.kill()
+            raise self._late_start() from None
+        except (EOFError, OSError):
+            raise self._crashed("start-up") from None
+        self._pipe = Pipe(socket.socket(fileno=fd))
+        self._pid = self._case_pid()
+        self._served = False
+        self._layers_reported(self._exchange(None, deadline, "start-up", self._late_start()))
         data = self._exchange(("load",), deadline, "start-up", self._late_start())
         reply = json_answer(data)
         error = error_in(reply, ("load", "exception"))
@@ -360,20 +462,105 @@ class Sandbox:
         wants = fields(reply, {"loaded": bool, "wants_top": int})["wants_top"]
         if wants < 0:
             raise protocol_error(f"wants_top {wants}")
+        if self._case_layers is not None and self.wants_top and min(wants, MAX_TOP) != self.wants_top:
+            raise protocol_error("a case process's drafter wants other top-k rows than the first's")
         self.wants_top = min(wants, MAX_TOP)
+        self._mark = self._cpu()
+        if self._deadline != math.inf:
+            self._deadline += time.monotonic() - t0
+
+    def _receive_channel(self, deadline: float) -> int:
+        """The case process's channel, which the zygote sends as ``b"C"`` with one descriptor."""
+        sock = self._zygote.sock
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        sock.settimeout(left)
+        message, fds, _, _ = socket.recv_fds(sock, 1, 1)
+        if not message:
+            for fd in fds:
+                os.close(fd)
+            raise EOFError
+        if message != b"C" or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            raise PLDError("the sandbox's zygote sent something other than a case channel")
+        return fds[0]
+
+    def _case_pid(self) -> int:
+        """The case process's pid as this process sees it: the zygote's only child (it forks one at
+        a time and runs nothing submitted, so /proc lists exactly that one)."""
+        path = f"/proc/{self._zpid}/task/{self._zpid}/children"
+        for _ in range(200):
+            try:
+                pids = Path(path).read_text().split()
+            except OSError:
+                pids = []
+            if len(pids) == 1:
+                return int(pids[0])
+            time.sleep(0.005)
+        raise PLDError(f"the sandbox cannot find its case process ({path}: {pids})")
+
+    def _end_case(self) -> None:
+        """Stop the case process (a sequence is over): SIGKILL, its CPU time and peak memory kept
+        for the usage report. The zygote's report of its end is read before the next request to
+        the zygote (:meth:`_reaped`), so the kill and the next case's start overlap."""
+        if self._pipe is None or self._pipe is self._zygote:
+            return
+        self._keep_usage()
+        with contextlib.suppress(OSError, TypeError):
+            os.kill(self._pid, signal.SIGKILL)
+        self._pipe.close()
+        self._pipe, self._pid = self._zygote, self._zpid
+        self._unreaped = True
+
+    def _reaped(self) -> None:
+        """Wait for the zygote's report that the last case process is gone (it has removed that
+        process's scratch folder too), if it has not been read yet."""
+        if not self._unreaped:
+            return
+        self._unreaped = False
+        try:
+            fields(json_answer(self._zygote.receive(time.monotonic() + 10.0, 4096)), {"exit": int})
+        except (TimeoutError, EOFError, OSError, ValueError, Disqualified):
+            self.kill()
+            raise PLDError("the sandbox's zygote did not report the end of a case") from None
+
+    def _keep_usage(self) -> None:
+        """Add the case process's CPU time and peak memory to the sandbox's (once per process)."""
+        if self._pid is None or self._pid == self._zpid or self._pid == self._counted:
+            return
+        self._counted = self._pid
+        try:
+            self._case_cpu_s += isolation.cpu_seconds(self._pid)
+        except (OSError, ValueError, IndexError):
+            pass
+        peak = isolation.peak_memory_kb(self._pid)
+        if peak is not None:
+            self._peak_kb = max(self._peak_kb or 0, peak)
+
+    def next_sequence(self) -> None:
+        """Before a sequence: a fresh case process, unless this sandbox serves a stream (or the
+        current one has served nothing yet)."""
+        if self._served and not self.stream:
+            self._end_case()
+            self._open_case(time.monotonic() + self.limits.setup_s + self.limits.margin_s)
+        self._served = True
 
     def close(self) -> None:
         if self._proc is not None:
-            if self._proc.poll() is None and self._pipe is not None:
+            if self._proc.poll() is None and self._zygote is not None:
                 try:
-                    self._pipe.send(("quit",), time.monotonic() + 1.0)
+                    self._end_case()
+                    self._reaped()
+                    self._zygote.send(("quit",), time.monotonic() + 1.0)
                     self._proc.wait(timeout=1.0)
-                except (OSError, subprocess.TimeoutExpired):
+                except (OSError, PLDError, TimeoutError, subprocess.TimeoutExpired):
                     pass
             self.kill()
-        if self._pipe is not None:
-            self._pipe.close()
-            self._pipe = None
+        for pipe in {id(p): p for p in (self._pipe, self._zygote) if p is not None}.values():
+            pipe.close()
+        self._pipe = self._zygote = None
         self._drain_refusals()
         if self._refusals is not None:
             os.close(self._refusals)
@@ -390,7 +577,9 @@ class Sandbox:
         if self._proc is None or self._proc.poll() is not None:
             return
         self._last_seen = self._measure()
-        for pid, kill in ((self._pid, os.kill), (self._proc.pid, os.killpg)):
+        self._keep_usage()
+        pids = [(self._pid, os.kill)] if self._pid != self._zpid else []
+        for pid, kill in (*pids, (self._zpid, os.kill), (self._proc.pid, os.killpg)):
             try:
                 kill(pid, signal.SIGKILL)  # the child; then bubblewrap's (or the child's own) session
             except (OSError, TypeError):
@@ -437,10 +626,14 @@ class Sandbox:
             raise Disqualified("disk", f"scratch files hold {used >> 20} MiB (limit {self.limits.file_bytes >> 20} MiB)")
 
     def _measure(self) -> tuple[float | None, int | None]:
-        """(CPU seconds, peak resident kB) of the child while it lives; what was last seen after."""
+        """(CPU seconds, peak resident kB) of the case processes, those that ended included, while
+        the sandbox lives; what was last seen after."""
         if self._proc is None or self._proc.poll() is not None or self._pid is None:
             return self._last_seen
-        return round(self._cpu(), 6), isolation.peak_memory_kb(self._pid)
+        live = self._cpu() if self._pid != self._zpid else 0.0
+        peak = isolation.peak_memory_kb(self._pid) if self._pid != self._zpid else None
+        peaks = [p for p in (peak, self._peak_kb) if p is not None]
+        return round(self._case_cpu_s + live, 6), max(peaks) if peaks else None
 
     def usage(self) -> dict:
         """What the parent measured of the child: CPU seconds, peak memory, refused operations."""
@@ -451,12 +644,13 @@ class Sandbox:
 
     # -- messages -------------------------------------------------------------------------------------
     def _exchange(self, message, deadline: float, what: str, late: Disqualified | None = None) -> bytes:
-        """Send one message and read one answer by ``deadline``; no answer in time kills the child
-        and raises ``late``."""
+        """Send one message (None: send nothing) and read one answer by ``deadline``; no answer in
+        time kills the child and raises ``late``."""
         if self._proc is None or self._pipe is None:
             raise PLDError("the sandbox is not running")
         try:
-            self._pipe.send(message, deadline)
+            if message is not None:
+                self._pipe.send(message, deadline)
             return self._pipe.receive(deadline, self.limits.max_message)
         except TimeoutError:
             self.kill()
@@ -492,30 +686,49 @@ class Sandbox:
         if check:
             if data[:1] == b"J":  # an error report: the child's last word either way
                 self.kill()
-                raise error_in(json_answer(data), ("slow", "invalid", "exception")) or protocol_error(
+                error = error_in(json_answer(data), ("slow", "invalid", "exception")) or protocol_error(
                     f"a report in answer to {what}")
+                if error.kind == "slow" and not SLOW_REPORT.fullmatch(error.message):
+                    # the entry can raise the child's TooSlow itself: then the parent's words, not its own
+                    error = Disqualified("slow", f"{what}: a call over its limit of {_ms(limit)} by the child's clock "
+                                                 f"({_ms(charged)} of CPU for the request, measured by the parent)")
+                raise error
             if charged > limit and wall > limit:
                 self.kill()
                 raise Disqualified("slow", f"{what} took {_ms(charged)} of CPU (limit {_ms(limit)}; measured by the parent)")
         return data, charged, wall
 
     def _crashed(self, what: str) -> Disqualified:
+        """The Disqualified for a case process (or the whole sandbox) that ended during ``what``:
+        its exit code, from the zygote's report (or the process's own when the zygote is gone)."""
         code = None
-        if self._proc is not None:
+        if self._pipe is not None and self._pipe is not self._zygote:  # a case process ended
+            self._keep_usage()
+            self._pipe.close()
+            self._pipe, self._pid = self._zygote, self._zpid
+            try:
+                code = fields(json_answer(self._zygote.receive(time.monotonic() + 5.0, 4096)), {"exit": int})["exit"]
+            except (TimeoutError, EOFError, OSError, ValueError, Disqualified):
+                code = None
+            time.sleep(0.05)  # what it printed last reaches the output thread
+        if code is None and self._proc is not None:
             try:
                 code = self._proc.wait(timeout=2.0)
             except subprocess.TimeoutExpired:
                 self.kill()
                 code = self._proc.returncode
+            if code is not None and self.bwrapped and code > 128:
+                code = -(code - 128)  # bubblewrap exits with 128 + the signal that killed the child
+            if self._tail is not None:
+                self._tail.join(timeout=2.0)
+        self.kill()
         if code == child_side.EXIT_TAMPERED:
             return protocol_error("the submission closed or replaced the sandbox's refusal channel")
-        if code is not None and self.bwrapped and code > 128:
-            code = -(code - 128)  # bubblewrap exits with 128 + the signal that killed the child
         how = "exited" if code is None else (f"killed by {_signal_name(-code)}" if code < 0 else f"exited with code {code}")
-        if self._tail is not None:
-            self._tail.join(timeout=2.0)
-        last = [line for line in (self._tail.text if self._tail else "").strip().splitlines() if line.strip()]
-        tail = f"; last output: {last[-1].strip()[:200]}" if last else ""
+        tail = ""
+        if self.public:  # on a benchmark nobody may read, the entry's output must not reach the board
+            last = [line for line in (self._tail.text if self._tail else "").strip().splitlines() if line.strip()]
+            tail = f"; last output: {last[-1].strip()[:200]}" if last else ""
         return Disqualified("crash", f"the process {how} during {what}{tail}")
 
     # -- replay ---------------------------------------------------------------------------------------
@@ -524,6 +737,7 @@ class Sandbox:
 
     def replay(self, case, profile, draft_budget: int = DRAFT_BUDGET):
         """``experiments.running.replay.replay_case`` through the sandbox: (GenerationResult, parent round-trip s)."""
+        self.next_sequence()
         drafter = self.drafter()
         try:
             out = replay_case(case, drafter, profile, draft_budget=draft_budget)
@@ -540,6 +754,7 @@ class Sandbox:
 
     def generate(self, target, prompt, max_new_tokens: int, **kwargs):
         """``decoding.generate`` on any target (a live model for --verify) with the sandboxed drafter."""
+        self.next_sequence()
         drafter = self.drafter()
         try:
             out = decoding.generate(target, prompt, drafter, max_new_tokens, **kwargs)
@@ -690,6 +905,7 @@ class Evaluation:
     reset_s: float = 0.0  # the parent's measure of every reset, added up
     log_tail: str = ""
     usage: dict = field(default_factory=dict)
+    stream: bool = False  # one drafter served every case, in order
 
     @property
     def ok(self) -> bool:
@@ -698,19 +914,23 @@ class Evaluation:
 
 def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequence[str | Path] = (),
              landlock: bool = True, progress: Callable[[], None] | None = None,
-             require_isolation: bool = False) -> Evaluation:
-    """Replay ``submission`` over every case of ``sets`` in one sandbox; never raises Disqualified."""
+             require_isolation: bool = False, stream: bool = False, public: bool = True) -> Evaluation:
+    """Replay ``submission`` over every case of ``sets`` in one sandbox, each case in a process of
+    its own; ``stream``: one drafter serves every case in the benchmark's order (``in_order``),
+    keeping what it learns; ``public``: the cases are public (see :class:`Sandbox`). Never raises
+    Disqualified."""
     vocab = max((c.vocab_size for s in sets for c in s.cases), default=0)
     if not vocab:
         raise PLDError("the trace sets hold no cases")
     deny = [*deny, *{str(Path(s.path).resolve().parent) for s in sets}]
-    result = Evaluation(submission)
+    result = Evaluation(submission, stream=stream)
     t0 = time.perf_counter()
-    box = Sandbox(submission, vocab, limits, deny, landlock, require_isolation=require_isolation)
+    box = Sandbox(submission, vocab, limits, deny, landlock, require_isolation=require_isolation, stream=stream,
+                  public=public)
     try:
         with box:
             result.setup_s = box.setup_s
-            for trace_set in sets:
+            for trace_set in (in_order(sets) if stream else sets):
                 for case in trace_set.cases:
                     out, rt = box.replay(case, trace_set.profile)
                     result.cases.append((trace_set, case, out))

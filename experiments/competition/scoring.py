@@ -14,10 +14,11 @@ phase (every entry pays the same prefill) and pool as ratios of estimated total 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Sequence
 
 from experiments.benchmarks.paths import portable_path
-from experiments.benchmarks.traces import TraceCase, benchmark_hash
+from experiments.benchmarks.traces import TraceCase, benchmark_hash, shipped_folder
 from experiments.reporting.summary import est_speedup_of, geo_mean, summarize
 from experiments.running.methods import Run
 from experiments.running.oracle import ORACLE_CAP, cost_aware_oracle_times, oracle_steps
@@ -37,6 +38,9 @@ def benchmark_info(sets, folder) -> dict:
     return {
         "hash": benchmark_hash(sets),
         "folder": portable_path(folder),
+        # the shipped benchmark is public: what an entry says about it may be shown; of any other
+        # (fresh cases, a private set) the board keeps no word of the entry's own
+        "public": Path(folder).resolve() == shipped_folder().resolve(),
         "tasks": {s.task: len(s.cases) for s in sets},
         "cases": sum(len(s.cases) for s in sets),
         "tokens": sum(s.tokens for s in sets),

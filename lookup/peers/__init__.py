@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from lookup.peers import (hf_prompt_lookup, llamacpp_lookup, sam_decoding, sglang_ngram,  # noqa: F401
                           suffix_decoding, vllm_ngram)
-from lookup.registry import PEER_PREFIX, available
+from lookup.registry import PEER_PREFIX, trusted_names
 
 
 def names() -> list[str]:
-    """The registered peer drafters (``peer:...``), sorted."""
-    return [name for name in available() if name.startswith(PEER_PREFIX)]
+    """The peers' lookup functions ported here (``peer:...``), sorted; a plug-in that names itself
+    ``peer:...`` is not one of them (and is not imported to find out)."""
+    return [name for name in trusted_names() if name.startswith(PEER_PREFIX)]

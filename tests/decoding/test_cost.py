@@ -147,4 +147,7 @@ def test_estimated_speedup_with_context_and_prefill():
     assert cost.estimated_speedup(steps, p) == pytest.approx((0.2 + plain) / (0.2 + spent))
     # a drafter that reads every row pays the dearer prefill; plain decoding does not
     assert cost.estimated_times(steps, p, prefill_rows=True) == pytest.approx((0.2 + plain, 0.3 + spent))
+    # ... and the difference is its own cost in the decoding phase's rating too (the board's)
+    assert cost.estimated_times(steps, p, with_prefill=False, prefill_rows=True) == pytest.approx((plain, 0.1 + spent))
+    assert cost.estimated_times(steps, p, with_prefill=False) == pytest.approx((plain, spent))
     assert cost.estimated_speedup([], p) == 0.0

@@ -216,7 +216,8 @@ def test_the_example_scores_in_the_sandbox_and_the_board_is_built(tmp_path, sets
     entry = lb.run_submission(board, Submission.file(EXAMPLE), sets, info, "submission", QUICK)
     assert entry["status"] == "ok" and entry["name"] == "example-bigram"
     assert entry["tau"] > 1.2 and entry["score"] > 0 and entry["refused_count"] == 0
-    assert entry["source"]["display"] == "experiments/competition/submissions/example_bigram.py"
+    assert entry["source"]["display"] == "example_bigram.py"  # kept in the board's store, by content
+    assert (tmp_path / entry["source"]["stored"]).read_bytes() == EXAMPLE.read_bytes()
     oracle = lb.ensure_oracle(board, sets, info)
     assert oracle["tau"] >= entry["tau"]
     board.record({**fake_entry("crashing", 0), "benchmark": info["hash"], "status": "disqualified",
@@ -327,7 +328,8 @@ def test_peers_get_a_section_and_an_entry_shows_where_it_loses_time(tmp_path, se
     history = {"peer:llamacpp-lookup:history=true", "peer:sglang-ngram:history=true",
                "peer:suffix-decoding:history=true"}
     assert {e["name"] for e in peers} == set(lookup.peers.names()) | history and all(e["kind"] == "peer" for e in peers)
-    assert all("stream" in e["isolation"] for e in peers if e["name"] in history)
+    assert all(e["stream"] == (e["name"] in history) for e in peers)
+    assert all(e["full_isolation"] or "(not full)" in render._notes(e) for e in peers)  # every one sandboxed
     assert all(e["status"] == "ok" for e in peers), [e["reason"] for e in peers if e["status"] != "ok"]
     shown = render.text_board(board.entries(info["hash"]), info)
     main, _, section = shown.partition("the peers (other systems' lookup functions")

@@ -21,12 +21,13 @@ import socket
 from pathlib import Path
 
 import pytest
-from toys_competition import QUICK, VOCAB, make_trace_folder  # tests/experiments/competition is on sys.path
+from toys_competition import (QUICK, VOCAB, make_trace_folder, needs_layer,  # tests/experiments/competition is on sys.path
+                              require_layer)
 
 import lookup
 from experiments import leaderboard as cli
 from experiments.benchmarks.traces import load_trace_sets
-from experiments.competition import confine, entries, isolation, render
+from experiments.competition import entries, isolation, render
 from experiments.competition import sandbox as sandbox_module
 from experiments.competition.board import Board
 from experiments.competition.sandbox import CHILD_SCRIPT, Sandbox, Submission, evaluate
@@ -35,8 +36,8 @@ from lookup.errors import PLDError
 
 ATTACKS = Path(__file__).resolve().parent / "attacks"
 BWRAP = isolation.bwrap_problem()
-needs_bwrap = pytest.mark.skipif(BWRAP is not None, reason=f"no bubblewrap here: {BWRAP}")
-needs_seccomp = pytest.mark.skipif(not confine.seccomp_available(), reason="no libseccomp here")
+needs_bwrap = needs_layer("bwrap")  # each skips where the machine lacks it, fails where isolation is required
+needs_seccomp = needs_layer("seccomp")
 needs_x86 = pytest.mark.skipif(platform.machine() != "x86_64", reason="the native attack's machine code is x86_64")
 #: the forgeries of forged_messages.py and the reason each must end in
 FORGERIES = {"deep_json": "protocol", "stats": "protocol", "ready": "protocol", "huge": "protocol",
@@ -195,10 +196,10 @@ def test_native_code_gets_no_process_no_network_no_hidden_memory(arena, layers):
     one fails; with bubblewrap alone the calls succeed, yet no packet leaves its network namespace
     and no process outlives its pid namespace -- so the two checks below are not vacuous."""
     use_bwrap, use_seccomp = layers != "seccomp only", layers != "bwrap only"
-    if use_bwrap and BWRAP:
-        pytest.skip(BWRAP)
-    if use_seccomp and not confine.seccomp_available():
-        pytest.skip("no libseccomp here")
+    if use_bwrap:
+        require_layer("bwrap")
+    if use_seccomp:
+        require_layer("seccomp")
     listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     listener.bind(("127.0.0.1", 0))
     listener.setblocking(False)
@@ -248,8 +249,8 @@ class Hoarder(Drafter):  # eight 2 MiB files a sequence, kept: 16 MiB against a 
 def test_scratch_files_are_capped_in_total(arena, tmp_path, monkeypatch, tmpfs):
     """Inside bubblewrap the scratch dir is a tmpfs of the cap's size: writes past it fail. Without
     it, the parent adds the files up around every sequence and disqualifies past the cap."""
-    if tmpfs and BWRAP:
-        pytest.skip(BWRAP)
+    if tmpfs:
+        require_layer("bwrap")
     if not tmpfs:
         monkeypatch.setattr(sandbox_module.isolation, "bwrap_problem", lambda: "turned off for this test")
     path = tmp_path / "hoarder.py"

@@ -8,6 +8,8 @@ Each sandboxed run starts a fresh interpreter (~0.5 s), so the tests here use ti
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import re
 import textwrap
@@ -16,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toys_competition import QUICK, VOCAB, make_trace_folder  # tests/experiments/competition is on sys.path
+from toys_competition import QUICK, VOCAB, make_trace_folder, require_layer  # tests/experiments/competition is on sys.path
 
 import lookup
 from experiments.benchmarks.traces import load_trace_sets
-from experiments.competition import child, confine, isolation
+from experiments.competition import child, isolation
 from experiments.competition.sandbox import Disqualified, Limits, Sandbox, SandboxedDrafter, Submission, evaluate
 from experiments.running.replay import replay_case
 from lookup.errors import PLDError
@@ -49,8 +51,9 @@ def steps_of(result) -> list[tuple[int, int, int]]:
 
 
 # -- fairness: the sandbox changes nothing but where the drafter runs -----------------------------------------
-# numba kernels; a wrapper that observes; a drafter that reads the target's top-k rows (relayed to the child)
-@pytest.mark.parametrize("name", ["suffix-automaton", "adaptive", "recycling"])
+# numba kernels; a wrapper that observes; a drafter that reads the target's top-k rows (relayed to the
+# child); transformers' own prompt lookup (its case processes may read transformers, never a model)
+@pytest.mark.parametrize("name", ["suffix-automaton", "adaptive", "recycling", "peer:hf-prompt-lookup"])
 def test_sandboxed_replay_equals_in_process_replay(sets, name):
     ev = evaluate(Submission.builtin(name), sets, QUICK)
     assert ev.ok, ev.reason
@@ -65,6 +68,19 @@ def test_sandboxed_replay_equals_in_process_replay(sets, name):
         assert all(0 <= s.drafter_s < 0.05 for s in out.stats.steps)
         assert out.stats.drafter_s == pytest.approx(sum(s.drafter_s for s in out.stats.steps))
     assert sum(out.stats.tau > 1 for _, _, out in ev.cases) > 0  # the toy traces do reward lookup
+
+
+def test_a_stream_entry_keeps_one_drafter_in_the_sandbox(sets):
+    """``stream``: one case process and one drafter serve every case in order, as in-process."""
+    twice = [dataclasses.replace(s, cases=list(s.cases) * 2) for s in sets]  # a history pays on the repeat
+    ev = evaluate(Submission.builtin("suffix-automaton", {"history": True}), twice, QUICK, stream=True)
+    assert ev.ok and ev.stream, ev.reason
+    shared = lookup.create("suffix-automaton", history=True)
+    for trace_set, case, out in ev.cases:
+        ref = replay_case(case, shared, trace_set.profile)
+        assert steps_of(out) == steps_of(ref)
+    fresh = [replay_case(c, lookup.create("suffix-automaton", history=True), s.profile) for s, c, _ in ev.cases]
+    assert sum(o.stats.accepted for _, _, o in ev.cases) > sum(o.stats.accepted for o in fresh)  # it learned
 
 
 # -- every broken rule is a recorded reason, and the run goes on ------------------------------------------------
@@ -306,10 +322,8 @@ READER = """
 def test_each_kernel_layer_alone_keeps_the_traces_unreadable(tmp_path, traces, sets, layer):
     """With the audit hook off, Landlock alone, or bubblewrap alone, still keeps the trace file
     unreadable (and with every layer off the same code reads it: the test is not vacuous)."""
-    if layer == "landlock" and not confine.landlock_abi():
-        pytest.skip("the kernel offers no Landlock")
-    if layer == "bwrap" and isolation.bwrap_problem():
-        pytest.skip(isolation.bwrap_problem())
+    if layer:
+        require_layer(layer)
     secret = sorted(traces.glob("*.jsonl.gz"))[0]
     sub = submission_file(tmp_path, READER.format(path=str(secret)))
     with Sandbox(sub, VOCAB, QUICK, deny=[traces], landlock=layer == "landlock", audit_hook=False,

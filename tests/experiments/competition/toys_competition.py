@@ -2,21 +2,32 @@
 
 Each sandboxed run starts a fresh interpreter (~1.5 s: it imports numpy, numba and torch), so the
 tests use tiny trace folders and as few processes as their checks allow.
+
+A test that needs one of the sandbox's kernel layers (bubblewrap, seccomp, Landlock) asks
+:func:`require_layer` (or wears :func:`needs_layer`): it skips where the machine lacks the layer,
+and fails with the reason where ``PLD_LAB_REQUIRE_ISOLATION=1`` (``.ci/run`` sets it, on machines
+where ``make setup`` installs bubblewrap and libseccomp), so CI never passes by skipping them.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from decoding.target import TopRows
 from experiments.benchmarks.traces import TraceCase, append_case
+from experiments.competition import confine, isolation
 from experiments.competition.sandbox import Limits
 from lookup.base import MAX_TOP
 from lookup.cost import CostProfile
 
 VOCAB = 64
+#: where set, a missing isolation layer fails the tests that need it instead of skipping them
+REQUIRE_ISOLATION = os.environ.get("PLD_LAB_REQUIRE_ISOLATION", "") not in ("", "0")
 #: quick limits for tests: a silent child is killed 0.3 s after its 50 ms
 QUICK = Limits(call_s=0.05, margin_s=0.3, setup_s=60.0, total_s=60.0)
 
@@ -60,3 +71,59 @@ def make_trace_folder(folder: Path, seed: int = 0, tasks=("copy", "chat"), cases
     (profile or CostProfile((1, 2, 8, 64), (0.06, 0.09, 0.1, 0.25), model="toy", device="cpu")).save(
         folder / "profile.json")
     return folder
+
+
+# -- the sandbox's kernel layers: skipped where missing, a failure where required -----------------------------
+def missing_layer(layer: str) -> str | None:
+    """Why the sandbox layer ``layer`` ("bwrap", "seccomp" or "landlock") cannot hold here; None: it can."""
+    if layer == "bwrap":
+        problem = isolation.bwrap_problem()
+        return problem and f"no bubblewrap here: {problem}"
+    if layer == "seccomp":
+        return None if confine.seccomp_available() else "no libseccomp here (Debian: apt-get install libseccomp2)"
+    if layer == "landlock":
+        return None if confine.landlock_abi() else "the kernel offers no Landlock"
+    raise ValueError(f"unknown layer {layer!r}")
+
+
+def _kernel_has_landlock() -> bool:
+    """Whether the running kernel reports Landlock among its security modules: Landlock depends on
+    the kernel (and its boot options), not on ``make setup``, so it is required only where it is there."""
+    try:
+        return "landlock" in Path("/sys/kernel/security/lsm").read_text().split(",")
+    except OSError:
+        return False
+
+
+def _required(layer: str) -> bool:
+    return REQUIRE_ISOLATION and (layer != "landlock" or _kernel_has_landlock())
+
+
+def require_layer(layer: str) -> None:
+    """Skip the calling test where ``layer`` is missing here, or fail it with the reason where
+    ``PLD_LAB_REQUIRE_ISOLATION`` is set."""
+    problem = missing_layer(layer)
+    if problem is None:
+        return
+    if _required(layer):
+        pytest.fail(f"PLD_LAB_REQUIRE_ISOLATION is set, but {problem}", pytrace=False)
+    pytest.skip(problem)
+
+
+def needs_layer(layer: str):
+    """A test decorator: :func:`require_layer` for the whole test (a skip mark where the layer is
+    simply missing, so the reason shows at collection)."""
+    def decorate(test):
+        problem = missing_layer(layer)
+        if problem is None:
+            return test
+        if not _required(layer):
+            return pytest.mark.skip(reason=problem)(test)
+
+        @functools.wraps(test)  # the same signature, so fixtures and parameters still reach it
+        def failing(*args, **kwargs):
+            require_layer(layer)
+
+        return failing
+
+    return decorate

@@ -1,0 +1,86 @@
+"""Fresh cases for an official build: prompts made from a seed drawn then, recorded live on the
+embedded model, scored with the shipped benchmark's reference profile. No file can know them.
+
+    seed = draw_seed()
+    sets, folder = record_fresh(seed, per_task=10)        # cached: the same seed records once
+    info = fresh_info(sets, folder, seed, per_task)         # the board's description (hash, seed, ...)
+
+The prompts come from :func:`experiments.benchmarks.fresh.fresh_prompts` (its version and the seed
+go on the board, so anyone can make them again: ``leaderboard.py check-fresh``); the recorder is
+the project's own (:func:`experiments.running.record.record`, greedy, 128 new tokens, the target's
+top-8 rows), as for the shipped benchmark.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from tqdm import tqdm
+
+import decoding
+from decoding.loading import cache_dir
+from experiments.benchmarks.fresh import FRESH_VERSION, TASKS, fresh_prompts, space_size
+from experiments.benchmarks.traces import TraceSet, load_trace_sets, shipped_folder, write_benchmark
+from experiments.competition.scoring import benchmark_info
+from experiments.running.record import record
+from lookup.errors import PLDError
+
+#: new tokens per fresh case, as in the shipped benchmark
+FRESH_NEW_TOKENS = 128
+#: prompts per task of a build's fresh set (mt-bench's have two turns: two cases each)
+DEFAULT_PER_TASK = 8
+
+
+def draw_seed() -> int:
+    """A seed nobody chose: drawn from the operating system when the build starts."""
+    return secrets.randbelow(2**31)
+
+
+def fresh_folder(seed: int, per_task: int) -> Path:
+    """Where the fresh cases of ``seed`` are recorded: the cache, never the checkout (the next
+    build draws other cases; these stay for anyone who wants to check them)."""
+    return cache_dir() / "fresh" / f"v{FRESH_VERSION}-seed{seed}-n{per_task}"
+
+
+def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=print,
+                 folder: Path | None = None) -> tuple[list[TraceSet], Path]:
+    """Make the prompts of ``seed`` and record them into ``folder`` (default :func:`fresh_folder`;
+    what is recorded there already is kept: a build that stopped goes on where it stopped).
+    Returns the trace sets and their folder."""
+    if per_task < 1:
+        raise PLDError(f"--fresh must be >= 1 prompts per task, got {per_task}")
+    folder = Path(folder) if folder is not None else fresh_folder(seed, per_task)
+    folder.mkdir(parents=True, exist_ok=True)
+    reference = shipped_folder() / "profile.json"
+    if not (folder / "profile.json").exists():  # scored as the public benchmark is: its reference profile
+        shutil.copyfile(reference, folder / "profile.json")
+    prompts = fresh_prompts(seed, per_task)
+    total = sum(len(p.turns) for task in TASKS for p in prompts[task])
+    t0 = time.perf_counter()
+    if target is None:
+        say(f"fresh cases: seed {seed}, {total} cases (generator v{FRESH_VERSION}); recording on the embedded model")
+        target = decoding.load_model()
+    with tqdm(total=total, desc="fresh cases", unit="case", leave=False, dynamic_ncols=True,
+              disable=not sys.stderr.isatty()) as bar:
+        for task in TASKS:
+            record(target, task, prompts[task], FRESH_NEW_TOKENS, folder, progress=bar)
+    sets = [s for s in load_trace_sets(folder) if s.cases]
+    write_benchmark(folder, sets, fresh={"seed": seed, "per_task": per_task, "version": FRESH_VERSION})
+    say(f"fresh cases recorded in {time.perf_counter() - t0:.0f} s: {folder}")
+    return sets, folder
+
+
+def fresh_info(sets: Sequence[TraceSet], folder: Path, seed: int, per_task: int) -> dict:
+    """The board's description of a fresh benchmark: :func:`benchmark_info` with what makes the
+    cases again (seed, generator version, Python's version: the pydoc text is Python's own)."""
+    info = benchmark_info(sets, folder)
+    info["folder"] = f"fresh (seed {seed})"  # the cache's path is this machine's
+    info["fresh"] = {"seed": seed, "per_task": per_task, "version": FRESH_VERSION,
+                     "python": ".".join(map(str, sys.version_info[:3])),
+                     "space": {task: space_size(task) for task in TASKS}}
+    return info
