@@ -439,7 +439,7 @@ class Child:
             except Exception:  # noqa: BLE001 - the case process imports it again and says what fails
                 pass
         if hello.get("warm_builtins"):
-            _warm_builtins(hello.get("warm_torch", False))
+            warm_builtins(hello.get("warm_torch", False))
         if hello["source"]["kind"] == "builtin":  # our own code: loaded and warmed once, here
             self.cls = _load_builtin(hello["source"])
             self.wants_top = self.warm_up()
@@ -721,10 +721,12 @@ def _close_fds_except(keep: set[int]) -> None:
     os.closerange(low, max(low + 1, os.sysconf("SC_OPEN_MAX")))
 
 
-def _warm_builtins(torch: bool) -> None:
+def warm_builtins(torch: bool = True) -> None:
     """Build every built-in drafter once and run a short sequence through it, so that their numba
     kernels are loaded in the zygote and every case process inherits them compiled (a submission
-    that wraps one pays nothing per case). ``unfold`` only when torch is preloaded anyway."""
+    that wraps one pays nothing per case); in the parent, so that numba's on-disk cache of them is
+    current. ``unfold`` only with ``torch`` (the zygote: when torch is preloaded anyway).
+    Every call a replay makes, so that every kernel is compiled."""
     import lookup
 
     sequence = [1, 2, 3, 1, 2, 3, 4, 1, 2, 3]

@@ -93,7 +93,8 @@ def main_rows(entries: Sequence[dict], esc: Callable[[object], str] = clean) -> 
     oracle, ok, _ = ranked(entries)
     fresh = has_fresh(entries)
     headers = ["#", "entry", "kind", *(["fresh CPU (ranks)", "public CPU"] if fresh else ["est. speedup CPU"]),
-               "est. speedup GPU", "tau", "of oracle gain", "drafter µs/step", "notes"]
+               "est. speedup GPU", *(["tau (public)", "of oracle gain (fresh)", "drafter µs/step (public)"] if fresh
+                                     else ["tau", "of oracle gain", "drafter µs/step"]), "notes"]
     public = (lambda e: [_x(e.get("score_public"))]) if fresh else (lambda e: [])
     rows, order = [], []
     if oracle:
@@ -170,7 +171,9 @@ def text_board(entries: Sequence[dict], info: dict) -> str:
     headers, rows, _ = main_rows(entries)
     gh, grows = group_rows(entries)
     parts = [clean(line, 1000) for line in _benchmark_lines(info) if line]
-    parts += ["", render(headers, rows), "", "estimated speedup (CPU profile) and tau per task group:", render(gh, grows)]
+    where = " (public benchmark)" if has_fresh(entries) else ""
+    parts += ["", render(headers, rows), "", f"estimated speedup (CPU profile) and tau per task group{where}:",
+              render(gh, grows)]
     dq, pending = split_pending(dq)
     if pending:
         parts += ["", "not scored on fresh cases yet (public score only, not ranked):"] + [
@@ -231,13 +234,16 @@ def markdown(entries: Sequence[dict], info: dict) -> str:
         "",
         "Ranked by the geometric mean over task groups of the **estimated speedup** over plain greedy decoding"
         " under the CPU profile (forward cost by tokens verified, plus the drafter's own CPU time, reset"
-        " included, as the parent measured it). *of oracle gain* = (score - 1) / (oracle - 1).",
+        " included, as the parent measured it)" + (", on the fresh cases made at the build; the public"
+        " benchmark's score beside it, and the other columns and tables of the public benchmark" if has_fresh(entries)
+        else "") + ". *of oracle gain* = (score - 1) / (oracle - 1).",
         "",
         render(headers, rows, markdown=True),
         "",
         "## Per task group",
         "",
-        "Estimated speedup (CPU profile) and tau (tokens per target forward).",
+        "Estimated speedup (CPU profile) and tau (tokens per target forward)"
+        + (" on the public benchmark's cases." if has_fresh(entries) else "."),
         "",
         render(gh, grows, markdown=True),
     ]

@@ -791,16 +791,7 @@ def _refresh_kernel_caches() -> None:
     if _caches_fresh:
         return
     _caches_fresh = True
-    sequence = [1, 2, 3, 1, 2, 3, 4, 1, 2, 3]
-    for name in lookup.builtin_names():
-        try:  # every call a replay makes, so that every kernel is compiled (and cached) here
-            drafter = lookup.create(name)
-            drafter.reset(sequence)
-            draft = drafter.propose(8)
-            drafter.extend([1])
-            drafter.observe(draft, 0)
-        except Exception:  # noqa: BLE001 - a built-in that needs parameters warms itself when used
-            pass
+    child_side.warm_builtins(torch=True)
 
 
 class SandboxedDrafter(Drafter):
