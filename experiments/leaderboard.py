@@ -240,7 +240,7 @@ def _verify(args, board: Board, sets, info: dict, limits, landlock: bool) -> Non
     target = decoding.load_model()
     prompts = verify_prompts(sets, args.verify_prompts)
     results = verify_entries(top, target, prompts, args.verify_tokens, limits, [board.folder], landlock,
-                             args.require_isolation, board=board)
+                             args.require_isolation, board=board, public=bool(info.get("public")))
     with board.editing() as data:
         for e in data["entries"]:
             if e.get("benchmark") == info["hash"] and e["name"] in results:

@@ -438,8 +438,8 @@ class Child:
                 importlib.import_module(name)
             except Exception:  # noqa: BLE001 - the case process imports it again and says what fails
                 pass
-        if hello.get("warm_builtins"):
-            warm_builtins(hello.get("warm_torch", False))
+        if hello.get("warm"):
+            warm_builtins(hello["warm"])
         if hello["source"]["kind"] == "builtin":  # our own code: loaded and warmed once, here
             self.cls = _load_builtin(hello["source"])
             self.wants_top = self.warm_up()
@@ -721,18 +721,15 @@ def _close_fds_except(keep: set[int]) -> None:
     os.closerange(low, max(low + 1, os.sysconf("SC_OPEN_MAX")))
 
 
-def warm_builtins(torch: bool = True) -> None:
-    """Build every built-in drafter once and run a short sequence through it, so that their numba
-    kernels are loaded in the zygote and every case process inherits them compiled (a submission
-    that wraps one pays nothing per case); in the parent, so that numba's on-disk cache of them is
-    current. ``unfold`` only with ``torch`` (the zygote: when torch is preloaded anyway).
-    Every call a replay makes, so that every kernel is compiled."""
+def warm_builtins(names=None) -> None:
+    """Build the drafters ``names`` (default: every built-in) once and run a short sequence through
+    each, every call a replay makes, so that their numba kernels are compiled: in the zygote, those
+    a submission names, which every case process then inherits compiled (it pays nothing per case
+    to wrap one); in the parent, all of them, so that numba's on-disk cache of them is current."""
     import lookup
 
     sequence = [1, 2, 3, 1, 2, 3, 4, 1, 2, 3]
-    for name in lookup.builtin_names():
-        if name == "unfold" and not torch:
-            continue
+    for name in lookup.builtin_names() if names is None else names:
         try:
             drafter = lookup.create(name)
             drafter.reset(sequence)

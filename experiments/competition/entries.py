@@ -63,7 +63,7 @@ def stored_file(board: Board, source: dict) -> Path | None:
     if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
         return None
     path = board.folder / STORE / f"{sha}.py"
-    if path.is_symlink() or not path.is_file() or _file_sha(path) != sha:
+    if (board.folder / STORE).is_symlink() or path.is_symlink() or not path.is_file() or _file_sha(path) != sha:
         return None
     return path
 
@@ -380,14 +380,16 @@ def one_line(entry: dict) -> str:
 # -- --verify: the top entries live on the model ------------------------------------------------------------
 def verify_entries(entries: Sequence[dict], target, prompts: Sequence[Sequence[int]], max_new_tokens: int,
                    limits, deny: Sequence[str | Path] = (), landlock: bool = True,
-                   require_isolation: bool = False, board: Board | None = None) -> dict[str, dict]:
+                   require_isolation: bool = False, board: Board | None = None,
+                   public: bool = True) -> dict[str, dict]:
     """Run each entry through the sandbox on a live ``target``; measured speedup over ``none`` on the
     same prompts and whether every output is token-identical to ``none``'s (plain greedy).
 
     One entry at a time (its sandbox is closed before the next one opens, so nothing an entry
     runs between its calls can slow another's), and per prompt ``none`` right before the entry, so
     a burst of machine noise hits both alike. An entry's file comes from ``board``'s store, where
-    it was kept when it was scored, wherever it was submitted from.
+    it was kept when it was scored, wherever it was submitted from. On prompts of a benchmark that
+    is not ``public``, a failure keeps no word of the entry's own (:func:`make_entry`'s rule).
     """
 
     # the replay's total-time limit would count the model's forwards too: only per-call limits here
@@ -406,7 +408,7 @@ def verify_entries(entries: Sequence[dict], target, prompts: Sequence[Sequence[i
         reference, walls = [], []
         try:
             with Sandbox(submission, target.vocab_size, limits, deny, landlock,
-                         require_isolation=require_isolation) as box:
+                         require_isolation=require_isolation, public=public) as box:
                 box.generate(target, prompts[0], 4)  # warm-up: first calls and forwards allocate
                 for prompt in prompts:
                     t0 = time.perf_counter()
@@ -418,7 +420,7 @@ def verify_entries(entries: Sequence[dict], target, prompts: Sequence[Sequence[i
                     result["identical"] &= out.tokens == ref.tokens
                     result["tau"].append(out.stats.tau)
         except Disqualified as exc:
-            results[name] = {"failed": exc.reason}
+            results[name] = {"failed": _reason(exc.reason, public)}
             continue
         result.update(speedup=sum(reference) / sum(walls), tau=sum(result["tau"]) / len(result["tau"]),
                       none_s=sum(reference), entry_s=sum(walls), identical=bool(result["identical"]))

@@ -170,11 +170,12 @@ MAX_PRELOADS = 64
 def preloads(submission: Submission) -> dict:
     """What the zygote imports before any case, for the hello: the modules a submission's source
     names that are ours to trust (``lookup``, numpy, numba, torch... :data:`isolation.ALLOWED_PACKAGES`),
-    found by parsing the source (never running it); whether to warm the built-ins' kernels (it
-    imports ``lookup``) and ``unfold``'s (it imports torch). A case process then imports nothing it
-    would pay seconds for in every case. A built-in's class is loaded by the zygote itself."""
+    found by parsing the source (never running it), and the drafters of ours whose names it holds as
+    strings (``lookup.create("suffix-automaton")``), to warm up. A case process then imports and
+    compiles nothing it would pay seconds for in every case. A built-in's class is loaded by the
+    zygote itself."""
     if submission.source["kind"] == "builtin":
-        return {"preload": [], "warm_builtins": False, "warm_torch": False}
+        return {"preload": [], "warm": []}
     if submission.source["kind"] == "file":
         files = [Path(submission.source["path"])]
     else:
@@ -183,6 +184,9 @@ def preloads(submission: Submission) -> dict:
         files = sorted(root.rglob("*.py"))[:200] if root.is_dir() else [root]
     trusted = ("lookup", *isolation.ALLOWED_PACKAGES)
     names: list[str] = []
+    # not one whose code needs packages a submission may not read (they would be in memory)
+    drafters = [d for d in lookup.trusted_names() if d not in isolation.EXTRA_DISTRIBUTIONS]
+    warm: list[str] = []
     for path in files:
         try:
             tree = ast.parse(path.read_bytes()[:SUBMISSION_MAX_BYTES])
@@ -192,9 +196,9 @@ def preloads(submission: Submission) -> dict:
             found = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
             names += [n for n in found if n.split(".")[0] in trusted and n not in names]
-    names = names[:MAX_PRELOADS]
-    tops = {n.split(".")[0] for n in names}
-    return {"preload": names, "warm_builtins": "lookup" in tops, "warm_torch": "torch" in tops}
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                warm += [d for d in drafters if (node.value == d or node.value.startswith(d + ":")) and d not in warm]
+    return {"preload": names[:MAX_PRELOADS], "warm": warm[:MAX_PRELOADS]}
 
 
 def _entry_point(name: str):
@@ -725,6 +729,8 @@ class Sandbox:
         if code == child_side.EXIT_TAMPERED:
             return protocol_error("the submission closed or replaced the sandbox's refusal channel")
         how = "exited" if code is None else (f"killed by {_signal_name(-code)}" if code < 0 else f"exited with code {code}")
+        if not self.public:  # the code and the signal are the entry's to choose: a byte it could send out
+            how = "ended"
         tail = ""
         if self.public:  # on a benchmark nobody may read, the entry's output must not reach the board
             last = [line for line in (self._tail.text if self._tail else "").strip().splitlines() if line.strip()]
@@ -791,7 +797,7 @@ def _refresh_kernel_caches() -> None:
     if _caches_fresh:
         return
     _caches_fresh = True
-    child_side.warm_builtins(torch=True)
+    child_side.warm_builtins()
 
 
 class SandboxedDrafter(Drafter):

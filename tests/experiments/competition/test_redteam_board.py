@@ -20,15 +20,17 @@ Each attack is a submission (or a board file, or an installed plug-in) an entran
   verified with its honest twin. One sandbox at a time: the burner's is closed before the twin's
   opens (checked structurally, not by timing).
 
-Two holes found while writing these are closed and checked here: an audit event the entry names
-itself (``socket.<anything>``) is listed as ``socket`` on a board that is not public, and a ``slow``
-report in the entry's own words (it can raise the child's ``TooSlow``) is restated by the parent.
+Three holes found while writing these are closed and checked here: an audit event the entry names
+itself (``socket.<anything>``) is listed as ``socket`` on a board that is not public; a ``slow``
+report in the entry's own words (it can raise the child's ``TooSlow``) is restated by the parent;
+and ``--verify`` on a benchmark that is not public keeps no word of a failing entry either.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -293,7 +295,7 @@ def evil_plugin(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "_PLUGINS", set(getattr(registry, "_PLUGINS", ())), raising=False)
     assert "peer:evil" in [ep.name for ep in metadata.entry_points(group=registry.ENTRY_POINT_GROUP)]
     yield marker
-    monkeypatch.delitem(__import__("sys").modules, "evil_plugin", raising=False)
+    sys.modules.pop("evil_plugin", None)
 
 
 def test_build_never_imports_a_plug_in_in_the_parent(evil_plugin, tmp_path, monkeypatch, capsys):
@@ -424,3 +426,20 @@ def test_verify_runs_one_sandbox_at_a_time(tmp_path, tiny, monkeypatch):
     assert burner.get("identical") is True or burner.get("failed", "").startswith(("slow", "timeout")), burner
     cpu = {step[1]: step[2] for step in log if step[0] == "close"}
     assert cpu["burner"] > 3 * cpu["burner-twin"], cpu  # not vacuous: it did burn, in its own sandbox's time
+
+
+def test_verify_on_a_benchmark_that_is_not_public_keeps_no_word_of_the_entry(tmp_path, tiny, monkeypatch):
+    sets = load_trace_sets(make_trace_folder(tmp_path / "toy", seed=6, tasks=("copy",), cases=1))
+    info = benchmark_info(sets, tmp_path / "toy")
+    prompt = sets[0].cases[0].prompt  # what build's --verify runs first
+    board = Board(tmp_path / "board")
+    stored = entries.store_submission(board, ATTACKS / "printer.py")
+    board.record({"name": "printer", "kind": "submission", "benchmark": info["hash"], "status": "ok", "score": 2.0,
+                  "source": {"kind": "file", "sha256": stored.stem, "display": "printer.py"},
+                  "params": {"raise_on": prompt[:6]}}, info)
+    monkeypatch.setattr(cli.decoding, "load_model", lambda *a, **k: tiny)
+    args = argparse.Namespace(verify_top=1, verify_prompts=1, verify_tokens=24, require_isolation=False)
+    cli._verify(args, board, sets, info, QUICK, True)
+    verify = board.entries(info["hash"])[0]["verify"]
+    assert "failed" in verify, verify  # not vacuous: it raised in the live run
+    assert MARK not in board.path.read_text(), verify
