@@ -33,7 +33,7 @@ from decoding.cost import (NOISY_SPREAD, REFERENCE_CONTEXT, cost_profile, is_noi
                            measure_cost_profile, profile_path, reference_profile)
 from decoding.lossless import NUMERIC_MARGIN  # noqa: E402
 from experiments.benchmarks import tasks  # noqa: E402
-from experiments.benchmarks.traces import (BENCHMARK_FILE, load_trace_sets, recording_folder,  # noqa: E402
+from experiments.benchmarks.traces import (BENCHMARK_FILE, benchmark_hash, load_trace_sets, recording_folder,  # noqa: E402
                                           shipped_folder, write_benchmark)
 from experiments.cli import add_prompt_file_options, guarded, quiet_libraries  # noqa: E402
 from experiments.reporting.plots import write_loss_plot, write_signal_plot  # noqa: E402
@@ -45,6 +45,7 @@ from experiments.running.hindsight import parse_mode as parse_hindsight_mode  # 
 from experiments.running.record import record  # noqa: E402
 from experiments.running.replay import ReplayComparison, default_specs  # noqa: E402
 from experiments.running.verify import check_traces  # noqa: E402
+from lookup.acceptance import fits as fits_module  # noqa: E402
 from lookup.cost import CPU_SMOLLM2, CostProfile  # noqa: E402
 from lookup.errors import PLDError  # noqa: E402
 from lookup.specs import parse_list  # noqa: E402
@@ -95,9 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "signal:AUC (adaptive drafters): a noisy reading of each node's acceptance, of that AUC alone, "
                           "added to the drafter's own estimates")
     fit = sub.add_parser("fit-acceptance", aliases=["fit-first-token"],
-                         help="fit adaptive's models of acceptance (lookup/first_token.py, lookup/later_nodes.py) "
-                              "on traces, held-out check included")
+                         help="fit adaptive's models of acceptance (lookup/acceptance/first_token.py, lookup/acceptance/later_nodes.py) "
+                              "on traces, held-out check included; --write writes the fit file")
     fit.add_argument("--traces", default=None, help="trace folder (default: the shipped benchmark)")
+    fit.add_argument("--write", nargs="?", const=True, default=None, metavar="PATH",
+                     help="write the fit file (default: lookup/acceptance/fits/<model>.<benchmark hash>.json, "
+                          "where adaptive finds the fit of its profile's model)")
     ver = sub.add_parser("verify", help="re-decode recorded cases on the model here and compare them token by token")
     ver.add_argument("--cases", type=int, default=10, help="cases to re-decode, one per task in turn (default 10)")
     ver.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
@@ -186,19 +190,18 @@ def signal_curves(runs: list[tuple[str, str | None]], losses: dict) -> dict[str,
 
 def cmd_fit_acceptance(args) -> int:
     sets = load_trace_sets(args.traces)
+    if not sets:
+        raise PLDError("no traces to fit on: record some first (traces.py record)")
     with tqdm(total=2 * sum(len(s.cases) for s in sets), desc="replay", unit="case") as bar:
         data = acceptance_fit.collect(sets, progress=bar.update)
-    first = data["context"]["first"].y
-    if len(first) < 2 or first.min() == first.max():
-        raise PLDError(f"too few drafts to fit ({len(first)} rows, all alike): record more traces")
-    print(f"{len(first)} drafts from the context, first token accepted in {100 * first.mean():.1f}%")
+    first = data["context"]["first"]
+    if not acceptance_fit.fittable(first):
+        raise PLDError(f"too few drafts to fit ({len(first.y)} rows, all alike): record more traces")
+    print(f"{len(first.y)} drafts from the context, first token accepted in {100 * first.y.mean():.1f}%")
     for fit, by_model in data.items():
-        prefix, drafts = acceptance_fit.FIT_NAMES[fit]
         for name, rows in by_model.items():
-            module = acceptance_fit.MODELS[name]
-            path = f"lookup/{module.__name__.rsplit('.', 1)[-1]}.py"
-            what = f"{path}, {drafts}"
-            if len(rows.y) < 2 or rows.y.min() == rows.y.max():
+            what = f"the {name} node{'s' if name == 'later' else ''} model, {acceptance_fit.FIT_NAMES[fit]}"
+            if not acceptance_fit.fittable(rows):
                 print(f"\n{what}: too few rows to fit ({len(rows.y)})")
                 continue
             print(f"\n{what}: {len(rows.y)} nodes, {100 * rows.y.mean():.1f}% accepted; "
@@ -206,14 +209,15 @@ def cmd_fit_acceptance(args) -> int:
             checks = acceptance_fit.held_out(rows)
             print(render(list(checks[0]), [["" if v is None else f"{v:.3f}" if isinstance(v, float) else v
                                             for v in row.values()] for row in checks]))
-            coefficients, intercept = acceptance_fit.fit(rows)
-            print("fitted on every case (" + ", ".join(module.FEATURES) + "):")
-            print(f"{prefix}COEFFICIENTS = np.array([{', '.join(f'{c:.3f}' for c in coefficients)}])\n"
-                  f"{prefix}INTERCEPT = {intercept:.3f}")
-            shipped_c, shipped_i = module.FITS[fit]
-            shipped = np.allclose(coefficients, shipped_c, atol=5e-4) and abs(intercept - shipped_i) < 5e-4
-            print(f"these are the numbers {path} ships" if shipped
-                  else f"{path} ships other numbers: paste these there to use this fit")
+    model, benchmark = sets[0].path.parent.name, benchmark_hash(sets)
+    fits = acceptance_fit.fits_of(data, model, benchmark)
+    path = Path(args.write) if isinstance(args.write, str) else fits_module.FOLDER / fits_module.file_name(model, benchmark)
+    same = path.exists() and path.read_text() == fits.to_json()
+    if args.write:
+        print(f"\n{'unchanged' if same else 'wrote'}: {fits.save(path)}")
+    else:
+        print(f"\nfitted on every case: {'the same as' if same else 'not yet in'} {path}"
+              + ("" if same else " (--write writes it)"))
     return 0
 
 

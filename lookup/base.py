@@ -85,6 +85,37 @@ class Draft:
 
 EMPTY_DRAFT = Draft()
 
+#: where a draft may be copied from: the current request's context, or a history of earlier requests
+SOURCES = ("context", "history")
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How the remembered earlier occurrences of one match continue, against a chain of ``n`` tokens."""
+
+    match_length: int  # the length of the match whose occurrences these are
+    support: np.ndarray  # [n] int64: occurrences that continue with chain[:d] and have a token at d
+    agree: np.ndarray  # [n] int64: those of them that continue with chain[d] (<= support[d])
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a drafter's index knows of the draft it proposes, before the target sees it.
+
+    ``source`` and ``match_length`` describe the match the draft is copied after (where, and how
+    long: None = the drafter does not say). For a chain, ``own`` counts how that match's remembered
+    occurrences continue against it, and ``other`` what a second index says of the same chain: the
+    context's own match for a chain from the history, the history's match for a chain from the
+    context (None where there is no second index, or no match in it). ``second_index`` says whether
+    the drafter keeps one (a history across requests), whatever it says of this chain.
+    """
+
+    source: str = SOURCES[0]  # one of SOURCES
+    match_length: int | None = None
+    own: Agreement | None = None
+    other: Agreement | None = None
+    second_index: bool = False
+
 
 class Drafter(abc.ABC):
     """Base class of every drafter.
@@ -96,7 +127,9 @@ class Drafter(abc.ABC):
 
     Capabilities are declared here, never guessed from attribute or parameter names:
     :attr:`wants_top` (reads the target's top ids), :attr:`uses_profile` (takes the target's
-    cost profile) and :meth:`match_length` (reports the match behind its draft).
+    cost profile), :meth:`match_length` (reports the match behind its draft), :meth:`evidence`
+    (reports what its index knows of a draft) and :meth:`keeps_history` (carries a history from one
+    request to the next).
     """
 
     #: registry name, set by :func:`lookup.register`
@@ -174,6 +207,36 @@ class Drafter(abc.ABC):
         match length; wrappers such as ``adaptive`` then assume a middling one.
         """
         return None
+
+    def evidence(self, draft: Draft) -> Evidence | None:
+        """What this drafter's index knows of ``draft``, the draft its most recent :meth:`propose`
+        returned (in the context it was proposed in): its source, the match behind it and, for a
+        chain, how that match's occurrences continue (:class:`Evidence`). A query: it changes nothing.
+
+        None (the default) means this drafter reports no evidence; ``adaptive`` then judges its drafts
+        by its statistics alone (at :meth:`match_length`). Arrays may be the drafter's scratch, valid
+        until its next call. ``tests/lookup/test_contract.py`` checks every drafter that reports it.
+        """
+        return None
+
+    def keeps_history(self) -> bool:
+        """True when this drafter (or one it wraps) carries what earlier requests said into the next
+        one (``history=True``): a fresh drafter per request would keep nothing. Default: whether a
+        wrapped drafter does."""
+        return any(d.keeps_history() for d in self.wrapped()[1:])
+
+    def shareable_history(self) -> "Drafter | None":
+        """The drafter, this one or one it wraps, whose history across requests is a
+        :class:`lookup.indexes.history.History`: the one kind that requests served side by side can
+        share (through :meth:`share_history`). None where there is none (or the history is of
+        another kind, as the peers' are). Default: a wrapped drafter's."""
+        return next((d for d in self.wrapped()[1:] if d.shareable_history() is d), None)
+
+    def share_history(self, history) -> None:
+        """Draft from ``history`` (a cursor of a :class:`lookup.indexes.history.History` that other
+        requests share) instead of the history this drafter was made with; called before the first
+        :meth:`reset`. Only the drafter that :meth:`shareable_history` names implements it."""
+        raise TypeError(f"{self.name} keeps no history that requests can share")
 
     def params(self) -> dict:
         """Parameters worth logging (JSON-serialisable)."""

@@ -108,11 +108,52 @@ def get(name: str) -> type[Drafter]:
 
 
 def create(name: str, **params) -> Drafter:
-    """A new drafter instance: ``create("unfold", max_ngram=3)``."""
+    """A new drafter instance: ``create("unfold", max_ngram_size=3)``.
+
+    Mistakes are one-line TypeErrors that name the drafter: a parameter its constructor does not take
+    lists the close names (``max_token`` -> ``did you mean 'max_tokens'?``), and a constructor that
+    fails on a value its signature rules out (``max_tokens='eight'``, where Python would only say
+    ``'<' not supported between instances of 'str' and 'int'``) names the parameter, the type it
+    takes and its default.
+    """
+    import inspect  # already loaded by dataclasses: ``import lookup`` pays nothing for it
+
     cls = get(name)
+    try:
+        parameters = dict(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):  # no signature to read (a constructor in C): let the call decide
+        parameters = None
+    if parameters is not None and not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        keywords = [k for k, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        for key in params:
+            if key not in keywords:
+                raise TypeError(f"drafter {name!r}: {unknown_name('parameter', key, keywords)}")
     try:
         return cls(**params)
     except TypeError as exc:
+        # a message that names none of the parameters comes from deep inside the constructor (a
+        # comparison, an addition); a value of a type the annotation (or else the default) rules out
+        # is then the likelier cause. A constructor's own message about a parameter stands.
+        builtin = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,), "dict": (dict,),
+                   "list": (list,), "tuple": (tuple,), "set": (set,), "None": (type(None),)}
+        for key, value in params.items():
+            param = (parameters or {}).get(key)
+            if param is None or any(k in str(exc) for k in params):
+                continue
+            annotation = param.annotation
+            if annotation is param.empty:
+                if not isinstance(param.default, (int, float)) or isinstance(param.default, bool):
+                    continue
+                annotation = type(param.default).__name__  # an untyped number: its default's type
+            elif not isinstance(annotation, str):
+                annotation = inspect.formatannotation(annotation)
+            annotation = annotation.strip("'\"")  # a quoted annotation reads as its text
+            kinds = [part.split("[")[0].strip() for part in annotation.split("|")]
+            if not all(k in builtin for k in kinds):  # a class of its own (an enum, a profile): cannot judge
+                continue
+            if not isinstance(value, tuple(t for k in kinds for t in builtin[k])):
+                default = "" if param.default is param.empty else f", e.g. {key}={param.default!r} (the default)"
+                raise TypeError(f"drafter {name!r}: {key} must be {annotation}{default}; got {value!r}") from None
         raise TypeError(f"drafter {name!r}: {exc}") from None
 
 

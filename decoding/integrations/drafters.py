@@ -6,7 +6,7 @@ from __future__ import annotations
 import lookup
 from lookup.base import Drafter
 from lookup.errors import PLDError
-from lookup.history import History
+from lookup.indexes.history import History
 from lookup.specs import parse_spec
 
 
@@ -26,7 +26,7 @@ def make_drafter(drafter: str | Drafter) -> Drafter:
 def asks_for_history(drafter: Drafter) -> bool:
     """Whether ``drafter``, or a drafter it wraps, was made to keep a history across requests
     (``history=True``)."""
-    return any(d.params().get("history") is True for d in drafter.wrapped())
+    return drafter.keeps_history()
 
 
 def fresh_each_request(spec: str | Drafter, where: str, instead: str) -> None:
@@ -39,24 +39,19 @@ def fresh_each_request(spec: str | Drafter, where: str, instead: str) -> None:
                        f"would keep no history across requests; {instead}")
 
 
-def _history_holder(drafter: Drafter) -> Drafter | None:
-    """The drafter, ``drafter`` or one it wraps, whose ``history`` is a :class:`lookup.history.History`."""
-    return next((d for d in drafter.wrapped() if isinstance(getattr(d, "history", None), History)), None)
-
-
 def history_of(drafter: Drafter) -> History | None:
-    """The :class:`lookup.history.History` ``drafter`` keeps (or a drafter it wraps keeps): the one
+    """The :class:`lookup.indexes.history.History` ``drafter`` keeps (or a drafter it wraps keeps): the one
     kind of history that requests served side by side can share (:func:`share_history`). None for a
     drafter without one, or whose history is of another kind (the peers')."""
-    holder = _history_holder(drafter)
+    holder = drafter.shareable_history()
     return None if holder is None else holder.history
 
 
 def share_history(drafter: Drafter, history: History) -> None:
     """Make a new drafter (before its first ``reset``) draft from ``history``, shared with other
-    requests, through a cursor of its own (:meth:`lookup.history.History.cursor`), instead of the
+    requests, through a cursor of its own (:meth:`lookup.indexes.history.History.cursor`), instead of the
     history it was made with."""
-    holder = _history_holder(drafter)
+    holder = drafter.shareable_history()
     if holder is None:
         raise PLDError(f"{drafter!r} keeps no history that requests can share")
-    holder.history = history.cursor()
+    holder.share_history(history.cursor())

@@ -1,26 +1,27 @@
 """Fit ``adaptive``'s models of acceptance on traces, and check them on cases they were not fitted on.
 
-Two models (:data:`MODELS`): :mod:`lookup.first_token` (the chain's first node) and
-:mod:`lookup.later_nodes` (each later node, given the ones before it were accepted), each with a fit
-per key of its ``FITS``: for drafts from the context, for drafts from a history of earlier requests
-(``adaptive:history=true``; :data:`lookup.adaptive.SOURCES`) and, for the first node, for drafts
-from the context while a history is kept (:data:`lookup.first_token.WITH_HISTORY`).
+Two models (:data:`lookup.acceptance.model.FITTED`): the first node's
+(:mod:`lookup.acceptance.first_token`) and each later node's, given the ones before it were accepted
+(:mod:`lookup.acceptance.later_nodes`), each with a fit per source of the draft: from the context,
+from a history of earlier requests (``adaptive:history=true``) and, for the first node, from the
+context while a history is kept (:data:`lookup.acceptance.WITH_HISTORY`).
 
     data = collect(sets)                     # adaptive replayed without the models: rows per fit and model
     report = held_out(data["history"]["later"])   # fitted on even cases, scored on odd ones, and back
-    coefficients, intercept = fit(data["context"]["first"])  # on every case: what lookup/first_token.py ships
+    fits = fits_of(data, model, benchmark)   # fitted on every case: what lookup/acceptance/fits/ ships
 
 Rows for the context's own fits come from each case replayed on its own (as ``adaptive`` drafts
 without a history); rows for the other fits, from the benchmark served as one stream of requests
 by ``adaptive:history=true`` (each case has earlier cases as its history, as ``--stream`` replays
-do). ``python experiments/traces.py fit-acceptance`` runs all three for every fit and prints them.
+do). The rows are what the acceptance model reads (:meth:`lookup.acceptance.AcceptanceModel.inputs`).
+``python experiments/traces.py fit-acceptance [--write]`` runs all three for every fit, prints them
+and writes the fit file.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Collection, Sequence
 
 import numpy as np
@@ -29,17 +30,20 @@ from experiments.benchmarks.traces import TraceSet, in_order
 from experiments.running.hindsight import TraceWrapper, accepted_path, rank_auc
 from experiments.running.oracle import sequence_of
 from experiments.running.replay import replay_case
-from lookup import first_token, later_nodes
-from lookup.adaptive import SOURCES, AdaptiveDrafter
-from lookup.base import Draft
+from lookup.acceptance import WITH_HISTORY, Fits, first_token, later_nodes
+from lookup.acceptance.model import FITTED
+from lookup.base import SOURCES, Draft
+from lookup.drafters.adaptive import AdaptiveDrafter
 
-#: the models fitted here, by the name of their rows
-MODELS: dict[str, ModuleType] = {"first": first_token, "later": later_nodes}
-#: per fit (a key of a model's ``FITS``): the prefix of its constants in the model's module, and the drafts it judges
-FIT_NAMES = {SOURCES[0]: ("", "drafts from the context"),
-             SOURCES[1]: ("HISTORY_", "drafts from the history (the cases served as one stream)"),
-             first_token.WITH_HISTORY: ("WITH_HISTORY_", "drafts from the context while a history is kept "
-                                                         "(the cases served as one stream)")}
+#: the models' feature names, by the name of their rows
+FEATURES = {"first": first_token.FEATURES, "later": later_nodes.FEATURES}
+#: the drafts each fit judges
+FIT_NAMES = {SOURCES[0]: "drafts from the context",
+             SOURCES[1]: "drafts from the history (the cases served as one stream)",
+             WITH_HISTORY: "drafts from the context while a history is kept (the cases served as one stream)"}
+#: the drafter replayed to collect the rows: adaptive without the models (so that their fits do not
+#: judge the drafts they are fitted on), by its spec
+COLLECTOR_SPEC = "adaptive:first_token_model=false:chain_model=false"
 
 
 @dataclass
@@ -53,11 +57,24 @@ class Rows:
     case: np.ndarray  # [n] int index of the case
 
 
+def collector(profile, history: bool = False) -> AdaptiveDrafter:
+    """The drafter whose drafts the rows are collected from (:data:`COLLECTOR_SPEC`)."""
+    return AdaptiveDrafter(profile=profile, first_token_model=False, chain_model=False, history=history)
+
+
+def settings() -> dict:
+    """What a fit depends on besides the benchmark: the collecting drafter's parameters (its base,
+    the statistics' priors, strength and decay), as a fit file records them."""
+    drafter = collector(None)
+    params = drafter.params()
+    return {"collected_with": COLLECTOR_SPEC, "base": params["base"], "base_params": params["base_params"],
+            **drafter.model.settings()}
+
+
 class _Collector(TraceWrapper):
     """``adaptive`` (without the models) on one trace, noting the rows of each chain candidate that a
-    fit in ``fits`` judges (:meth:`~lookup.adaptive.AdaptiveDrafter.fit_of`): its first node, and each
-    later node reached with every node before it accepted. ``rows[(fit, model)]``: (features, accepted,
-    ``adaptive``'s own estimate) per node."""
+    fit in ``fits`` judges: its first node, and each later node reached with every node before it
+    accepted. ``rows[(fit, model)]``: (features, accepted, ``adaptive``'s own estimate) per node."""
 
     def __init__(self, inner: AdaptiveDrafter, sequence: Sequence[int], fits: Collection[str] = (SOURCES[0],)) -> None:
         super().__init__(inner, sequence)
@@ -66,49 +83,41 @@ class _Collector(TraceWrapper):
 
     def propose(self, budget: int) -> Draft:
         inner = self.inner
-        full, bucket = inner.candidate(budget)
-        if len(full) and full.is_chain and self._context < len(self.sequence):
-            # the fit each model judges this chain by, and what the other index says for it
-            (first_fit, first_other), (later_fit, later_other) = inner.model_evidence(inner.source(bucket),
-                                                                                      full.tokens)
-            fits, seen = {"first": first_fit, "later": later_fit}, {"first": first_other, "later": later_other}
-            evidence = inner.chain_evidence(full.tokens) if self.fits.intersection(fits.values()) else None
-            if evidence is not None:
-                own = inner.acceptance(bucket)
-                future = self.sequence[self._context :]
-                accepted = len(accepted_path(full, future))
-                if fits["first"] in self.fits:
-                    x = first_token.features(*inner.first_token_inputs(evidence, float(own[0]), seen["first"]))
-                    self.rows[(fits["first"], "first")].append((x, float(accepted > 0), own[0]))
-                if fits["later"] in self.fits:
-                    # node d is judged where nodes 0..d-1 were all accepted (and the trace goes that far):
-                    # the first miss ends the chain
-                    judged = min(accepted + 1, len(full), len(future))
-                    for d, x in enumerate(later_nodes.features(*evidence, seen["later"])[: judged - 1], start=1):
-                        self.rows[(fits["later"], "later")].append((x, float(d < accepted), own[d]))
-        return inner.propose(budget)
+        candidate = inner.candidate(budget)
+        full, evidence = candidate.draft, candidate.evidence
+        if len(full) and full.is_chain and self._context < len(self.sequence) and evidence is not None:
+            inputs = inner.model.inputs(candidate.row, evidence, len(full))
+            future = self.sequence[self._context :]
+            accepted = len(accepted_path(full, future))
+            if inputs.first is not None and inputs.first_fit in self.fits:
+                self.rows[(inputs.first_fit, "first")].append((inputs.first, float(accepted > 0), inputs.own[0]))
+            if inputs.later is not None and inputs.later_fit in self.fits:
+                # node d is judged where nodes 0..d-1 were all accepted (and the trace goes that far):
+                # the first miss ends the chain
+                judged = min(accepted + 1, len(full), len(future))
+                for d, x in enumerate(inputs.later[: judged - 1], start=1):
+                    self.rows[(inputs.later_fit, "later")].append((x, float(d < accepted), inputs.own[d]))
+        return inner.send(candidate, inner.decide(candidate))
 
 
 def collect(sets: Sequence[TraceSet], progress=None) -> dict[str, dict[str, Rows]]:
     """Replay ``adaptive`` (default base, without the models) on every case of ``sets``, each priced by
     its set's profile, and collect the rows of every fit of each model (``out[fit][model]``, for each
-    key ``fit`` of the model's ``FITS``, with ``model`` a key of :data:`MODELS`): the fits for drafts
-    from the context with each case on its own, the others (drafts from the history, and from the
-    context while a history is kept) with the cases served as one stream (``history=True``).
-    ``progress`` is called once per case replayed (twice per case in all)."""
+    fit of :data:`~lookup.acceptance.model.FITTED`): the fits for drafts from the context with each case
+    on its own, the others (drafts from the history, and from the context while a history is kept)
+    with the cases served as one stream (``history=True``). ``progress`` is called once per case
+    replayed (twice per case in all)."""
     found: dict[tuple[str, str], list] = defaultdict(list)
     ordered = in_order(sets)
     # the stream's one drafter is priced by the first set's profile, each case by its own set's, as
     # explain's and replay's streams do (a benchmark has one profile)
-    shared = AdaptiveDrafter(profile=ordered[0].profile, first_token_model=False, chain_model=False,
-                             history=True) if ordered else None
-    every = {fit for module in MODELS.values() for fit in module.FITS}
+    shared = collector(ordered[0].profile, history=True) if ordered else None
+    every = {fit for fits in FITTED.values() for fit in fits}
     for fits, history in (({SOURCES[0]}, False), (every - {SOURCES[0]}, True)):
         index = 0
         for trace_set in ordered:
             for case in trace_set.cases:
-                inner = shared if history else AdaptiveDrafter(profile=trace_set.profile, first_token_model=False,
-                                                                chain_model=False)
+                inner = shared if history else collector(trace_set.profile)
                 drafter = _Collector(inner, sequence_of(case), fits)
                 replay_case(case, drafter, trace_set.profile)
                 for key, rows in drafter.rows.items():
@@ -116,9 +125,28 @@ def collect(sets: Sequence[TraceSet], progress=None) -> dict[str, dict[str, Rows
                 index += 1
                 if progress is not None:
                     progress()
-    return {fit: {name: _as_rows(found[(fit, name)], len(module.FEATURES))
-                  for name, module in MODELS.items() if fit in module.FITS}
+    return {fit: {model: _as_rows(found[(fit, model)], len(FEATURES[model]))
+                  for model, fits in FITTED.items() if fit in fits}
             for fit in sorted(every, key=lambda fit: (fit not in SOURCES, fit))}
+
+
+def fits_of(data: dict[str, dict[str, Rows]], model: str, benchmark: str) -> Fits:
+    """The fits of every model on every row of ``data`` (:func:`collect`'s), as the fit file of target
+    ``model`` on ``benchmark`` records them. A fit with too few rows (or rows all alike) is left out:
+    the drafter then judges those drafts by a fit it has (its source's, or the statistics)."""
+    tables: dict[str, dict] = {"first": {}, "later": {}}
+    rows: dict[str, dict[str, int]] = {"first": {}, "later": {}}
+    for fit_name, by_model in data.items():
+        for name, found in by_model.items():
+            if fittable(found):
+                tables[name][fit_name] = fit(found)
+                rows[name][fit_name] = int(len(found.y))
+    return Fits(model, benchmark, settings(), tables["first"], tables["later"], rows)
+
+
+def fittable(rows: Rows) -> bool:
+    """Enough rows to fit a model: at least two, not all alike."""
+    return len(rows.y) >= 2 and rows.y.min() != rows.y.max()
 
 
 def _as_rows(rows: list, width: int) -> Rows:

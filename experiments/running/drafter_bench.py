@@ -11,7 +11,7 @@ SmolLM2 tokenizer, or a word-level fallback, repeated to 1M tokens) and each con
 - memory: bytes per context token held in the drafter's numpy arrays / torch tensors (and
   what tracemalloc saw allocated during ``reset``).
 
-References: the published function ``lookup.unfold.find_candidate_pred_tokens`` and
+References: the published function ``lookup.drafters.unfold.find_candidate_pred_tokens`` and
 transformers' ``PromptLookupCandidateGenerator.get_candidates``, timed per call on the same
 contexts.
 """
@@ -33,7 +33,7 @@ import torch
 import lookup
 from lookup import Drafter
 from lookup.specs import parse_spec
-from lookup.unfold import find_candidate_pred_tokens
+from lookup.drafters.unfold import find_candidate_pred_tokens
 
 BUDGET = 10  # draft nodes asked for per propose, as the original PLD drafts 10 tokens
 CHUNK = 2  # committed tokens per step: about what a decoding step accepts

@@ -36,7 +36,7 @@ from decoding.generate import GenerationResult
 from experiments.benchmarks.prompts import ALL, group_of
 from experiments.benchmarks.traces import TraceCase, TraceSet, in_order
 from experiments.running.methods import parse_method
-from experiments.running.hindsight import rank_auc, with_hindsight
+from experiments.running.hindsight import Signal, rank_auc, with_hindsight
 from experiments.running.oracle import ORACLE_CAP, OraclePlan, cost_aware_plan, sequence_of
 from experiments.running.replay import replay_case
 from lookup.cost import CostProfile
@@ -140,7 +140,7 @@ def explain(sets: Sequence[TraceSet], spec: str, profile: CostProfile | None = N
     method = parse_method(spec)
     ordered = in_order(sets) if stream else list(sets)
     shared = method.make(profile or ordered[0].profile) if stream and ordered else None
-    evidence: dict[str, list[tuple[float, bool]]] = defaultdict(list)  # group -> (prediction, outcome)
+    readings: dict[str, list[tuple[float, bool]]] = defaultdict(list)  # group -> (prediction, outcome)
 
     def runs():
         for trace_set in ordered:
@@ -151,12 +151,12 @@ def explain(sets: Sequence[TraceSet], spec: str, profile: CostProfile | None = N
                     drafter = with_hindsight(drafter, sequence_of(case), hindsight, priced)
                 yield case, replay_case(case, drafter, priced), priced
                 for group in (group_of(case.category, case.case, case.turn), ALL):
-                    evidence[group].extend(getattr(drafter, "evidence", ()))
+                    readings[group].extend(drafter.readings if isinstance(drafter, Signal) else ())
                 if progress is not None:
                     progress()
 
     losses = pool_losses(runs(), cap)
-    for group, pairs in evidence.items():
+    for group, pairs in readings.items():
         if pairs:
             losses[group].first_token_auc = rank_auc(*zip(*pairs))
     return losses

@@ -24,7 +24,7 @@ normal noise), with ``sigma`` set so that ``z`` alone ranks accepted nodes above
 an AUC of A. The drafter combines it with its own estimate ``a`` as a calibrated posterior,
 ``logit(q) = logit(a) + (z - 1/2) / sigma**2``, and cuts its chain by ``q`` instead of ``a`` (its own
 cost-aware rule). ``signal:0.5`` is the drafter as it is, ``signal:1`` knows every node. The
-AUC of ``q`` for first draft tokens (:attr:`Signal.evidence`) says how well the drafter then
+AUC of ``q`` for first draft tokens (:attr:`Signal.readings`) says how well the drafter then
 predicts, to set beside what real evidence achieves.
 """
 
@@ -36,11 +36,11 @@ from typing import Sequence
 
 import numpy as np
 
-from lookup.adaptive import AdaptiveDrafter
+from lookup.drafters.adaptive import AdaptiveDrafter
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.cost import CostProfile
 from lookup.errors import PLDError
-from lookup.policy import forward_costs
+from lookup.acceptance.planner import forward_costs
 
 MODES = ("gate", "trim", "cut")
 #: the mode that adds a noisy reading of acceptance to ``adaptive``'s evidence: ``signal:AUC``
@@ -190,16 +190,17 @@ class Signal(TraceWrapper):
         self.sigma = signal_sigma(auc)
         self.rng = np.random.default_rng(zlib.crc32(self.sequence.tobytes()))
         #: (posterior P(first node accepted), whether it was) for every chain candidate proposed
-        self.evidence: list[tuple[float, bool]] = []
+        self.readings: list[tuple[float, bool]] = []
 
     def propose(self, budget: int) -> Draft:
         inner = self.inner
-        full, bucket = inner.candidate(budget)
+        candidate = inner.candidate(budget)
+        full = candidate.draft
         if len(full) == 0 or not full.is_chain:
-            return inner.propose(budget)
+            return inner.send(candidate, inner.decide(candidate))
         accepted = len(accepted_path(full, self.sequence[self._context:]))
         truth = (np.arange(len(full)) < accepted).astype(np.float64)  # [n] 1 = the node will be accepted
-        own = np.clip(inner.chain_acceptance(bucket, len(full), full.tokens), EDGE, 1.0 - EDGE)  # [n]
+        own = np.clip(inner.model.chain(candidate.row, candidate.evidence, len(full)), EDGE, 1.0 - EDGE)  # [n]
         if self.sigma == 0.0:
             posterior = np.clip(truth, EDGE, 1.0 - EDGE)
         else:
@@ -209,5 +210,5 @@ class Signal(TraceWrapper):
                 logit = logit + (reading - 0.5) / self.sigma**2
             posterior = 1.0 / (1.0 + np.exp(-logit))
         # the posterior of node 0 given the nodes before it (none) is P(first node accepted)
-        self.evidence.append((float(posterior[0]), bool(truth[0])))
-        return inner.send(full, bucket, inner.chain_cut(posterior))
+        self.readings.append((float(posterior[0]), bool(truth[0])))
+        return inner.send(candidate, inner.decide(candidate, posterior))

@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
-from lookup.buffer import TensorContext
+from lookup.indexes.buffer import TensorContext
 from lookup.errors import PLDError
 from lookup.registry import register
 

@@ -192,6 +192,9 @@ class LlamaCppLookup(Drafter):
                     self._nc_context, self._nc_dynamic, self._nc_static)
         return Draft(draft[1:]) if len(draft) > 1 else EMPTY_DRAFT
 
+    def keeps_history(self) -> bool:
+        return self.history
+
     def params(self) -> dict:
         return {"n_draft": self.n_draft, "ngram_min": self.ngram_min, "ngram_max": self.ngram_max,
                 "history": self.history}

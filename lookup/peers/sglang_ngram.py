@@ -277,6 +277,9 @@ class SglangNgram(Drafter):
                                              self.max_bfs_breadth)
         return tree_to_draft(tree)
 
+    def keeps_history(self) -> bool:
+        return self.history
+
     def params(self) -> dict:
         return {"draft_token_num": self.draft_token_num, "min_match_window_size": self.min_match_window_size,
                 "max_match_window_size": self.max_match_window_size, "min_bfs_breadth": self.min_bfs_breadth,

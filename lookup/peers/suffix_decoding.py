@@ -134,6 +134,9 @@ class SuffixDecoding(Drafter):
         return tree.speculate(pattern, max_spec_tokens, self.max_spec_factor, self.max_spec_offset,
                               self.min_token_prob, self.use_tree_spec)
 
+    def keeps_history(self) -> bool:
+        return self.history
+
     def params(self) -> dict:
         return {"num_speculative_tokens": self.num_speculative_tokens, "max_tree_depth": self.max_tree_depth,
                 "max_spec_factor": self.max_spec_factor, "max_spec_offset": self.max_spec_offset,

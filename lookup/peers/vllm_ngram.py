@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
-from lookup.buffer import TokenBuffer
+from lookup.indexes.buffer import TokenBuffer
 from lookup.registry import register
 
 _warmed = False

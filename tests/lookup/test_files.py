@@ -55,7 +55,7 @@ def test_an_edited_file_gives_the_new_class(tmp_path):
 
 @pytest.mark.parametrize("text,match", [
     ("x = 1\n", "defines no Drafter subclass"),
-    ("from lookup.unfold import UnfoldDrafter\n", "defines no Drafter subclass"),  # imported, not defined
+    ("from lookup.drafters.unfold import UnfoldDrafter\n", "defines no Drafter subclass"),  # imported, not defined
     (REPEAT + "\n    class Other(Helper):\n        pass\n", "defines 2 Drafter subclasses \\(Other, Repeat\\)"),
     ("def broken(:\n", "mine.py: line 1"),
     ("import no_such_module_here\n", "failed to import: ModuleNotFoundError"),

@@ -21,7 +21,8 @@ def test_kernels_compile_when_a_drafter_is_built_not_at_import():
     out = run("""
         import lookup
         from numba.core.registry import CPUDispatcher
-        from lookup import automaton_kernels, voting
+        from lookup.indexes import automaton_kernels
+        from lookup.drafters import voting
 
         def compiled():
             return sorted(
@@ -31,7 +32,7 @@ def test_kernels_compile_when_a_drafter_is_built_not_at_import():
 
         print(compiled() == [])
         lookup.create("voting")  # warms up the automaton's kernels and voting's
-        print("lookup.automaton_kernels.sam_extend" in compiled(), "lookup.voting.vote_tree" in compiled())
+        print("lookup.indexes.automaton_kernels.sam_extend" in compiled(), "lookup.drafters.voting.vote_tree" in compiled())
     """)
     assert out.splitlines() == ["True", "True True"]
 

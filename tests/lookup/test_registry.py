@@ -74,3 +74,61 @@ def test_entry_point_plugins_are_found(monkeypatch):
         assert isinstance(lookup.create("plugin-test"), Plugin)
     finally:
         registry._REGISTRY.pop("plugin-test", None)
+
+
+def test_a_misspelt_parameter_is_one_line_with_the_close_names():
+    with pytest.raises(TypeError) as info:
+        lookup.create("suffix-automaton", max_token=8)
+    message = str(info.value)
+    assert message.startswith("drafter 'suffix-automaton': unknown parameter 'max_token'; did you mean 'max_tokens'")
+    assert "available: " in message and "min_match" in message and "\n" not in message
+    with pytest.raises(TypeError, match=r"^drafter 'none': unknown parameter 'x'; available: \(none\)$"):
+        lookup.create("none", x=1)
+
+
+def test_a_value_of_the_wrong_type_names_the_parameter_its_type_and_default():
+    # the constructor itself fails with "'<' not supported between instances of 'str' and 'int'"
+    with pytest.raises(TypeError) as info:
+        lookup.create("suffix-automaton", max_tokens="eight")
+    assert str(info.value) == ("drafter 'suffix-automaton': max_tokens must be int, e.g. max_tokens=16 (the default); "
+                               "got 'eight'")
+    with pytest.raises(TypeError, match=r"num_pred_tokens must be int, e.g. num_pred_tokens=10 \(the default\); got \[3\]"):
+        lookup.create("unfold", num_pred_tokens=[3])
+
+
+TYPED = """
+from lookup.base import EMPTY_DRAFT, Drafter
+
+
+class Typed(Drafter):
+    # annotations as objects (this source has no ``from __future__``), a quoted one, an untyped number
+    def __init__(self, width: int | None = None, scale=2.0, label: "str" = "x", **_ignored):
+        super().__init__()
+        self.width = 0 if width is None else width + 1  # a str width fails here: "can only concatenate"
+        self.scale = scale * 1.5 - 1  # and a str scale here
+        self.label = label + "!"
+
+    def propose(self, budget):
+        return EMPTY_DRAFT
+"""
+
+
+def test_type_hints_and_defaults_judge_a_failing_value_and_extra_keywords_pass_through():
+    namespace: dict = {}
+    exec(compile(TYPED, "typed.py", "exec"), namespace)
+    registry._REGISTRY["typed-test"] = namespace["Typed"]
+    try:
+        assert lookup.create("typed-test", width=3, anything=1).width == 4  # **_ignored: any keyword is taken
+        with pytest.raises(TypeError, match=r"^drafter 'typed-test': label must be str, e.g. label='x'"):
+            lookup.create("typed-test", label=5)
+        with pytest.raises(TypeError, match=r"^drafter 'typed-test': width must be int \| None, e.g. width=None"):
+            lookup.create("typed-test", width="3")
+        with pytest.raises(TypeError, match=r"scale must be float, e.g. scale=2.0 \(the default\); got 'big'"):
+            lookup.create("typed-test", scale="big")
+    finally:
+        registry._REGISTRY.pop("typed-test", None)
+
+
+def test_a_failure_the_signature_cannot_explain_keeps_its_own_message():
+    with pytest.raises(TypeError, match=r"^drafter 'adaptive': base must be a drafter name or instance"):
+        lookup.create("adaptive", base=None)

@@ -8,11 +8,14 @@ import numpy as np
 import pytest
 
 from experiments.benchmarks.traces import TraceCase, TraceSet, append_case
-from experiments.running.acceptance_fit import MODELS, _Collector, collect, fit, held_out
-from lookup import first_token, later_nodes
-from lookup.adaptive import SOURCES, AdaptiveDrafter
-from lookup.base import Draft, Drafter
+from experiments.benchmarks.traces import benchmark_hash, load_trace_sets
+from experiments.running import acceptance_fit
+from experiments.running.acceptance_fit import FEATURES, _Collector, collect, fit, fits_of, held_out
+from lookup.acceptance import WITH_HISTORY, Fits, default_fits, first_token, later_nodes
+from lookup.acceptance import fits as fits_module
+from lookup.base import SOURCES, Agreement, Draft, Drafter, Evidence
 from lookup.cost import CPU_SMOLLM2
+from lookup.drafters.adaptive import AdaptiveDrafter
 
 
 def toy_cases(n: int, seed: int = 0) -> list[TraceCase]:
@@ -31,8 +34,8 @@ def test_the_rows_are_adaptives_drafts_with_their_outcome():
     data = collect([TraceSet(Path("toy.jsonl.gz"), "toy", cases, CPU_SMOLLM2)])
     # a fit per key of each model's FITS: the first node has one more, for drafts from the context
     # while a history is kept
-    assert list(data) == [*SOURCES, first_token.WITH_HISTORY]
-    assert all(set(data[source]) == set(MODELS) for source in SOURCES) and set(data[first_token.WITH_HISTORY]) == {"first"}
+    assert list(data) == [*SOURCES, WITH_HISTORY]
+    assert all(set(data[source]) == set(FEATURES) for source in SOURCES) and set(data[WITH_HISTORY]) == {"first"}
     # served as a stream, later cases copy the motif from earlier ones: drafts from the history
     history = data["history"]
     assert len(history["first"].y) > 10 and sorted(set(history["first"].case.tolist())) == [1, 2, 3]
@@ -51,7 +54,7 @@ def test_the_rows_are_adaptives_drafts_with_their_outcome():
     assert not first.x[:, 4:].any() and not later.x[:, 6:].any()
     assert history["first"].x[:, 4].any() and history["later"].x[:, 6:].any()
     # drafts from the context in the stream read what the history says (the cases after the first)
-    kept = data[first_token.WITH_HISTORY]["first"]
+    kept = data[WITH_HISTORY]["first"]
     assert kept.x.shape == (len(kept.y), len(first_token.FEATURES)) and len(kept.y) > 10
     assert kept.x[:, 4].any() and not kept.x[kept.case == 0, 4:].any()
     # a later node is judged only where every node before it was accepted, at depths from 1
@@ -78,8 +81,13 @@ class _Unanimous(Drafter):
     def match_length(self):
         return 3
 
-    def chain_agreement(self, draft):
-        return np.full(len(draft), 4, dtype=np.int64), np.full(len(draft), 4, dtype=np.int64)
+    second_index = False
+    other = None
+
+    def evidence(self, draft):
+        n = len(draft)
+        return Evidence("context", 3, Agreement(3, np.full(n, 4, dtype=np.int64), np.full(n, 4, dtype=np.int64)),
+                        self.other(n) if self.other else None, self.second_index)
 
 
 def test_later_rows_follow_each_chain_until_its_first_miss():
@@ -99,23 +107,22 @@ def test_later_rows_follow_each_chain_until_its_first_miss():
 class _UnanimousWithHistory(_Unanimous):
     """The same draft from the context, with a history whose 5-token match (2 occurrences) agrees."""
 
-    def match_source(self):
-        return "context"
+    second_index = True
 
-    def history_agreement(self, draft):
-        return 5, np.full(len(draft), 2, dtype=np.int64), np.full(len(draft), 2, dtype=np.int64)
+    @staticmethod
+    def other(n):
+        return Agreement(5, np.full(n, 2, dtype=np.int64), np.full(n, 2, dtype=np.int64))
 
 
 def test_the_stream_pass_collects_only_the_fits_it_is_given():
     """In the stream, a draft from the context gives rows for the first node's fit with a history (reading
     what the history says) and none for the context's own fits, which come from the per-request pass."""
     inner = AdaptiveDrafter(base=_UnanimousWithHistory(), first_token_model=False, chain_model=False)
-    inner.history = True  # as history=True sets it for a wrapped drafter named, which a test double is not
-    drafter = _Collector(inner, [1, 2, 3, 7, 8, 5, 10], {"history", first_token.WITH_HISTORY})
+    drafter = _Collector(inner, [1, 2, 3, 7, 8, 5, 10], {"history", WITH_HISTORY})
     drafter.reset([1, 2, 3])
     drafter.propose(32)
-    assert set(drafter.rows) == {(first_token.WITH_HISTORY, "first")}
-    [(x, y, _)] = drafter.rows[(first_token.WITH_HISTORY, "first")]
+    assert set(drafter.rows) == {(WITH_HISTORY, "first")}
+    [(x, y, _)] = drafter.rows[(WITH_HISTORY, "first")]
     assert y == 1.0 and x[4:].tolist() == pytest.approx([2.0, 1.0, 0.0, np.log(6)])
     per_request = _Collector(inner, [1, 2, 3, 7, 8, 5, 10], "context")  # one fit, named alone
     per_request.reset([1, 2, 3])
@@ -123,20 +130,43 @@ def test_the_stream_pass_collects_only_the_fits_it_is_given():
     assert set(per_request.rows) == {("context", "later")}  # the first node is the other fit's, with a history
 
 
-def test_the_fit_command_prints_a_fit_and_refuses_too_little(tmp_path, capsys):
+def test_the_fit_command_prints_a_fit_writes_it_and_refuses_too_little(tmp_path, capsys):
     from experiments import traces
 
     for case in toy_cases(4, seed=1):
         append_case(tmp_path / "toy-n4.jsonl.gz", case)
     assert traces.main(["fit-acceptance", "--traces", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert out.count("COEFFICIENTS = np.array([") == 5 and out.count("HISTORY_INTERCEPT = ") == 3
-    assert out.count("WITH_HISTORY_INTERCEPT = ") == 1 and "drafts from the context while a history is kept" in out
-    assert "lookup/first_token.py, drafts from the context" in out and "even cases" in out
-    assert "lookup/later_nodes.py, drafts from the history (the cases served as one stream)" in out
+    assert out.count("AUC on the half of the cases the model was not fitted on") == 5
+    assert "drafts from the context while a history is kept" in out and "even cases" in out
+    assert "the later nodes model, drafts from the history (the cases served as one stream)" in out
+    assert "not yet in" in out and "--write writes it" in out
+    path = tmp_path / "fit.json"
+    assert traces.main(["fit-acceptance", "--traces", str(tmp_path), "--write", str(path)]) == 0
+    assert f"wrote: {path}" in capsys.readouterr().out
+    fits = Fits.load(path)
+    assert fits.model == tmp_path.name and set(fits.first) == {*SOURCES, WITH_HISTORY} and set(fits.later) == set(SOURCES)
+    assert traces.main(["fit-acceptance", "--traces", str(tmp_path), "--write", str(path)]) == 0
+    assert "unchanged" in capsys.readouterr().out
+    # adaptive reads a fit file by path
+    drafter = AdaptiveDrafter(fits=str(path))
+    assert drafter.fits.first["context"][1] == fits.first["context"][1] and str(path.name) in drafter.params()["fits"]
     assert traces.main(["fit-first-token", "--traces", str(tmp_path)]) == 0  # the former name
     empty = tmp_path / "empty"
     empty.mkdir()
     append_case(empty / "x-n1.jsonl.gz", TraceCase("x/0", "x", 1, [1, 2], [3, 4], [], "toy", 16, [], 2))
     assert traces.main(["fit-acceptance", "--traces", str(empty)]) == 2
     assert "too few drafts" in capsys.readouterr().err
+
+
+def test_the_shipped_fit_is_the_fit_of_the_shipped_benchmark_byte_for_byte():
+    """Refitting on the shipped benchmark, with today's priors and collecting drafter, writes the shipped
+    file again: a change of either (or of the benchmark) that leaves the fit stale fails here. Rerun
+    ``python experiments/traces.py fit-acceptance --write`` and commit the file it writes."""
+    shipped = default_fits()
+    sets = load_trace_sets(None)
+    assert shipped.benchmark == benchmark_hash(sets), "the shipped fit was made on another benchmark"
+    assert shipped.settings == acceptance_fit.settings(), "the priors or the collecting drafter changed since the fit"
+    fits = fits_of(collect(sets), sets[0].path.parent.name, benchmark_hash(sets))
+    assert shipped.path.name == fits_module.file_name(fits.model, fits.benchmark)
+    assert fits.to_json() == shipped.path.read_text()

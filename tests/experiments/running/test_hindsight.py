@@ -161,7 +161,7 @@ def test_a_signal_of_no_use_changes_nothing_and_a_perfect_one_wastes_nothing(seq
     perfect = Signal(make(spec), sequence_of(case), 1.0)
     steps = replay_case(case, perfect, CPU_SMOLLM2).stats.steps
     assert all(s.accepted == s.drafted for s in steps)
-    predictions, outcomes = zip(*perfect.evidence) if perfect.evidence else ((), ())
+    predictions, outcomes = zip(*perfect.readings) if perfect.readings else ((), ())
     assert all((p > 0.5) == y for p, y in zip(predictions, outcomes))
 
 

@@ -1,70 +1,22 @@
-"""The cost-aware policy shared by drafters that size their own drafts (``adaptive``, ``recycling``).
+"""The planner: how much of a draft to send, under the target's cost profile.
 
-Three pieces:
+Shared by drafters that size their own drafts (``adaptive``, ``recycling``):
 
-* :class:`DecayedRate`: acceptance rates learnt within a sequence, as decayed hit and trial
-  counts per cell (recent steps weigh more) smoothed towards a prior;
 * :func:`best_cut`: how many leading draft nodes to send, the count ``k`` that maximises
   expected committed tokens per second, ``(1 + sum_{i<k} P(node i on the accepted path)) / cost[k]``.
   The ``1`` is the token the target commits on its own after every forward.
 * :func:`plan_chain`: the same choice for a chain, planned over the forwards that follow: what is
-  not sent now can be sent at the next step if the sent part is accepted (a numba kernel).
+  not sent now can be sent at the next step if the sent part is accepted (a numba kernel);
+* :class:`Planner`: both under one cost profile, with the forward costs looked up at about the
+  current context.
 """
 
 from __future__ import annotations
 
-from types import EllipsisType
-
 import numpy as np
 from numba import njit
-from numpy.typing import ArrayLike
 
 from lookup.cost import CostProfile
-
-
-def smoothed_rate(hits: np.ndarray, trials: np.ndarray, prior: np.ndarray, strength: float) -> np.ndarray:
-    """``(hits + strength * prior) / (trials + strength)``: the prior counts as ``strength`` trials.
-
-    All arrays share one shape (or broadcast); so does the result.
-    """
-    return (hits + strength * prior) / (trials + strength)
-
-
-class DecayedRate:
-    """Hit rates per cell of a fixed shape, learnt from decayed counts and smoothed towards a prior.
-
-    Callers add to ``trials`` and ``hits`` (both ``[*shape]`` float64) where they observed a
-    trial and a hit, and call :meth:`age` once per step before adding, so that an observation
-    made ``t`` steps ago weighs ``decay**t``.
-    """
-
-    def __init__(self, prior: ArrayLike, strength: float, decay: float) -> None:
-        """
-        Args:
-            prior: the rate assumed before any observation, per cell.  # [*shape]
-            strength: how many observations the prior is worth (> 0).
-            decay: weight kept by past observations per step, in (0, 1].
-        """
-        if strength <= 0 or not 0.0 < decay <= 1.0:
-            raise ValueError(f"strength must be > 0 and decay in (0, 1], got {strength} and {decay}")
-        self.prior = np.asarray(prior, dtype=np.float64)  # [*shape]
-        self.strength = float(strength)
-        self.decay = float(decay)
-        self.clear()
-
-    def clear(self) -> None:
-        """Forget every observation (a new sequence)."""
-        self.trials = np.zeros_like(self.prior)  # [*shape] decayed count of trials
-        self.hits = np.zeros_like(self.prior)  # [*shape] decayed count of those that hit
-
-    def age(self) -> None:
-        """One step passes: past observations weigh ``decay`` times less."""
-        self.trials *= self.decay
-        self.hits *= self.decay
-
-    def estimate(self, index: int | slice | tuple | EllipsisType = ...) -> np.ndarray:
-        """The smoothed rates of ``self.prior[index]`` (all cells by default)."""
-        return smoothed_rate(self.hits[index], self.trials[index], self.prior[index], self.strength)
 
 
 def chain_path_probs(acceptance: np.ndarray) -> np.ndarray:
@@ -121,6 +73,51 @@ def plan_chain(acceptance: np.ndarray, costs: np.ndarray) -> int:
         raise ValueError(f"plan_chain needs a cost for 0..{n} nodes, got {len(costs)} costs")
     return int(_plan_chain(np.ascontiguousarray(acceptance, dtype=np.float64),
                            np.ascontiguousarray(costs[: n + 1], dtype=np.float64)))
+
+
+#: tokens of context between two look-ups of the cost table
+COST_REFRESH = 128
+
+
+class Planner:
+    """What to send of a candidate under ``profile`` (the target's cost profile), drafts of at most
+    ``max_tokens`` nodes: :meth:`chain` for a chain (planned over later forwards when ``planned``,
+    else judged by this forward alone), :meth:`tree` for a token tree. Holds no acceptance state: the
+    probabilities come from the caller (``lookup.acceptance.AcceptanceModel``)."""
+
+    def __init__(self, profile: CostProfile, max_tokens: int, planned: bool = True) -> None:
+        self.profile, self.max_tokens, self.planned = profile, max_tokens, planned
+        self._context = -1  # the context bucket the table was looked up at
+        self._table = np.zeros(0)
+        if planned:
+            warm_up()  # off the timed path: the board times proposals, not construction
+
+    def costs(self, context: int) -> np.ndarray:
+        """Forward cost over k+1 tokens, k = 0..max_tokens, at about ``context`` committed tokens.  # [L+1]
+
+        Longer contexts make multi-token forwards dearer relative to one token, so the table is
+        looked up again every COST_REFRESH tokens (never, for a profile without a context axis).
+        """
+        bucket = context // COST_REFRESH * COST_REFRESH if self.profile.contexts else 0
+        if bucket != self._context:
+            self._table = forward_costs(self.profile, self.max_tokens, bucket + COST_REFRESH // 2)
+            self._context = bucket
+        return self._table
+
+    def chain(self, acceptance: np.ndarray, context: int) -> int:
+        """The chain length (0..n) to send now, given ``acceptance[i]`` = P(node i accepted | nodes
+        before it accepted) ([n], n <= max_tokens), at ``context`` committed tokens: :func:`plan_chain`
+        when ``planned``, else :func:`best_cut` of this forward alone."""
+        if self.planned:
+            return plan_chain(acceptance, self.costs(context))
+        return best_cut(chain_path_probs(acceptance), self.costs(context))
+
+    def tree(self, path_probs: np.ndarray, context: int) -> int:
+        """The number of leading tree nodes (0..n) with the most expected tokens per second, given
+        ``path_probs[i]`` = P(node i on the accepted path) ([n], parents before children)."""
+        n = len(path_probs)
+        costs = self.costs(context) if n <= self.max_tokens else forward_costs(self.profile, n, context)
+        return best_cut(path_probs, costs)
 
 
 _warmed = False

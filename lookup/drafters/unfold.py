@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
-from lookup.buffer import TensorContext
+from lookup.indexes.buffer import TensorContext
 from lookup.registry import register
 
 if TYPE_CHECKING:

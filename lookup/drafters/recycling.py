@@ -16,7 +16,7 @@ token, and rebuilds a tree from the table wherever lookup has nothing or may be 
 
 Given a cost profile (compare and replay pass the target's), it sends the prefix of that
 best-first order with the most expected tokens per second, ``(1 + sum P(node)) / cost(n + 1)``
-(:func:`lookup.policy.best_cut`); without one, it sends the whole budget.
+(:func:`lookup.acceptance.planner.best_cut`); without one, it sends the whole budget.
 
 The table is filled through :meth:`Drafter.observe_top`: the prompt's rows come from the
 prefill, then every step brings a row for each token it committed after. (Token Recycling also
@@ -34,7 +34,8 @@ import numpy as np
 
 from lookup.base import EMPTY_DRAFT, MAX_TOP, Draft, Drafter
 from lookup.cost import CostProfile
-from lookup.policy import DecayedRate, best_cut, forward_costs
+from lookup.acceptance.planner import best_cut, forward_costs
+from lookup.acceptance.rates import DecayedRate
 from lookup.registry import create, register
 
 #: the chain's lookup drafter drafts as far as its match goes; the tree decides how much to use

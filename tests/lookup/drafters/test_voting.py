@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lookup.voting import VotingDrafter, vote_tree
+from lookup.drafters.voting import VotingDrafter, vote_tree
 
 UNBOUNDED = 1 << 30  # record every ancestor: the rings are exact, as brute force assumes
 

@@ -15,7 +15,7 @@ import decoding
 import lookup
 from lookup.base import Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
-from lookup.recycling import MAX_DEPTH, RecyclingDrafter
+from lookup.drafters.recycling import MAX_DEPTH, RecyclingDrafter
 
 
 class Scripted(Drafter):

@@ -12,17 +12,15 @@ With a history of earlier requests (``adaptive:history=true``) there are two ind
 say something of the other's draft: four inputs more read how many earlier occurrences the *other*
 index's match has and whether they are followed by the draft's first token. A draft copied from
 the history reads what the current context's own (shorter) match says of it; a draft from the
-context reads what the history's match says. Each has a fit of its own (:data:`FITS`), made on the
-benchmark served as one stream of requests. Without a history (the ``"context"`` fit) the four are
-zero.
+context reads what the history's match says. Each has a fit of its own, made on the benchmark
+served as one stream of requests. Without a history (the ``"context"`` fit) the four are zero.
 
-Fitting it is ``python experiments/traces.py fit-acceptance``: it replays ``adaptive`` without
-the model on the shipped benchmark (each case on its own for the context's own fit, the cases as
-one stream for the other two: drafts from the history, and drafts from the context while a history
-is kept), collects these features and whether the first draft
-token was accepted at every step, and fits them (:func:`fit_logistic`). The numbers below are its
-fits on all 400 cases (``docs/oracle-gap.md`` gives how well each ranks acceptance on cases it
-was not fitted on).
+The coefficients are data (:mod:`lookup.acceptance.fits`), written by ``python
+experiments/traces.py fit-acceptance --write``: it replays ``adaptive`` without the models on the
+shipped benchmark (each case on its own for the context's own fit, the cases as one stream for the
+other two: drafts from the history, and drafts from the context while a history is kept), collects
+these features and whether the first draft token was accepted at every step, and fits them
+(:func:`fit_logistic`); it prints how well each ranks acceptance on cases it was not fitted on.
 """
 
 from __future__ import annotations
@@ -36,24 +34,6 @@ import numpy as np
 #: and where the other index has no match)
 FEATURES = ("log(1 + match length)", "adaptive's own estimate", "occurrences remembered", "share that agree",
             "other's occurrences", "share of them that agree", "none of them agree", "log(1 + other's match)")
-#: the fit on the shipped benchmark (hash 173c9375a857b781), by ``traces.py fit-acceptance``
-COEFFICIENTS = np.array([1.138, 1.174, 0.227, 3.497, 0.0, 0.0, 0.0, 0.0])
-INTERCEPT = -5.301
-#: the same for drafts from a history of earlier requests (``adaptive:history=true``), fitted on the
-#: benchmark served as one stream of requests
-HISTORY_COEFFICIENTS = np.array([1.005, 1.471, 0.178, 3.113, 0.036, 2.670, -0.517, -0.683])
-HISTORY_INTERCEPT = -5.412
-#: the same for drafts from the context while a history is kept, with what the history says of them
-WITH_HISTORY_COEFFICIENTS = np.array([1.146, 1.460, 0.266, 3.456, -0.051, 1.329, -0.002, -0.634])
-WITH_HISTORY_INTERCEPT = -4.972
-#: the fit for drafts from the context while a history is kept (a key of :data:`FITS`)
-WITH_HISTORY = "context, with a history"
-#: the fits by name, (coefficients [F], intercept) each: one per source of the draft
-#: (``lookup.adaptive.SOURCES``), and :data:`WITH_HISTORY`
-FITS = {"context": (COEFFICIENTS, INTERCEPT), "history": (HISTORY_COEFFICIENTS, HISTORY_INTERCEPT),
-        WITH_HISTORY: (WITH_HISTORY_COEFFICIENTS, WITH_HISTORY_INTERCEPT)}
-
-
 def features(match_length: int, estimate: float, occurrences: int, agreement: float,
              other: tuple[int, int, int] | None = None) -> np.ndarray:
     """The model's inputs for one draft: the match length behind it, ``adaptive``'s own estimate of
@@ -75,21 +55,17 @@ def _features(match_length: int, estimate: float, occurrences: int, agreement: f
 
 
 def first_probability(match_length: int, estimate: float, occurrences: int, agreement: float,
-                      other: tuple[int, int, int] | None = None, fit: str = "context") -> float:
-    """``probability(features(...))`` with the shipped fit ``fit`` (a key of :data:`FITS`), for one
-    draft, in plain floats: the drafter calls it every step, where numpy's per-call overhead on a few
-    numbers would dominate."""
-    coefficients, intercept = FITS[fit]
+                      other: tuple[int, int, int] | None = None, *, coefficients: np.ndarray,
+                      intercept: float) -> float:
+    """``probability(features(...), coefficients, intercept)`` for one draft, in plain floats: the
+    drafter calls it every step, where numpy's per-call overhead on a few numbers would dominate."""
     x = _features(match_length, estimate, occurrences, agreement, other)
     z = intercept + sum(c * f for c, f in zip(coefficients.tolist(), x))
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def probability(x: np.ndarray, coefficients: np.ndarray | None = None, intercept: float | None = None) -> np.ndarray:
-    """``sigmoid(intercept + x . coefficients)`` for ``x`` of shape [..., F]; shape [...]. By default
-    the shipped fit (``COEFFICIENTS``, ``INTERCEPT``)."""
-    coefficients = COEFFICIENTS if coefficients is None else coefficients
-    intercept = INTERCEPT if intercept is None else intercept
+def probability(x: np.ndarray, coefficients: np.ndarray, intercept: float) -> np.ndarray:
+    """``sigmoid(intercept + x . coefficients)`` for ``x`` of shape [..., F] and ``coefficients`` [F]; shape [...]."""
     return 1.0 / (1.0 + np.exp(-(np.asarray(x, dtype=np.float64) @ coefficients + intercept)))
 
 

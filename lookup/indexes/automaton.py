@@ -1,10 +1,10 @@
 """The suffix automaton index over a growing token sequence (:class:`SuffixAutomaton`).
 
 An online suffix automaton (SAM) over prompt + committed tokens, built by the numba kernels
-in :mod:`lookup.automaton_kernels`. After each ``extend`` the automaton knows, with no
+in :mod:`lookup.indexes.automaton_kernels`. After each ``extend`` the automaton knows, with no
 rescan, the longest suffix of the sequence that also occurs earlier (the state
 ``link(last)``), its most recent earlier occurrence and its earliest one. The drafters compose
-it: :mod:`lookup.suffix_automaton`, :mod:`lookup.voting`, and :mod:`lookup.history` (earlier
+it: :mod:`lookup.drafters.suffix_automaton`, :mod:`lookup.drafters.voting`, and :mod:`lookup.indexes.history` (earlier
 requests).
 """
 
@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from lookup import automaton_kernels as K
+from lookup.indexes import automaton_kernels as K
 
 MAX_LOAD = 0.7  # hash load factor that triggers doubling; linear probing slows down as the table fills
 _STAGE = 16  # lists up to this long are copied into a standing buffer rather than converted
@@ -28,7 +28,7 @@ class SuffixAutomaton:
         occurrences: how many earlier end positions each state remembers (its ring holds
             this many plus the current one). 1 is enough for "most recent occurrence".
         max_depth: how many suffix-link ancestors of the new state record each new
-            position (bounds extend cost; see :mod:`lookup.automaton_kernels` for the
+            position (bounds extend cost; see :mod:`lookup.indexes.automaton_kernels` for the
             approximation this makes for states deeper than that).
         capacity: initial number of tokens to allocate for (arrays double when full).
     """
@@ -166,7 +166,7 @@ class SuffixAutomaton:
         """How the remembered earlier occurrences of the longest match (:meth:`match_ends`) continue,
         against ``draft`` ([n] int64): per depth ``d``, ``support[d]`` occurrences continue with
         ``draft[:d]`` and have a token at ``d``, and ``agree[d]`` of them continue with ``draft[d]``
-        (both [>= n] int64, overwritten up to n; see :func:`lookup.automaton_kernels.chain_agreement`).
+        (both [>= n] int64, overwritten up to n; see :func:`lookup.indexes.automaton_kernels.chain_agreement`).
         Returns how many occurrences were read (0 when nothing matches)."""
         if len(support) < len(draft) or len(agree) < len(draft):
             raise ValueError(f"support and agree need room for the {len(draft)} draft tokens")
@@ -211,6 +211,6 @@ def _warm_up() -> None:
     sam.extend(np.array([5, 1], dtype=np.int64))  # the array path
     sam.match()
     K.transition(sam.table, sam.meta, 1, 2)
-    K.follow(sam.states, sam.table, sam.meta, 0, 0, np.array([3, 9, 1, 2], dtype=np.int64), 4)  # lookup.history
+    K.follow(sam.states, sam.table, sam.meta, 0, 0, np.array([3, 9, 1, 2], dtype=np.int64), 4)  # lookup.indexes.history
     K.request_stops(np.array([0, 4], dtype=np.int64), 9, np.array([5], dtype=np.int64), 1, np.zeros(1, dtype=np.int64))
     sam.agreement(np.array([1, 2], dtype=np.int64), np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64))

@@ -1,4 +1,4 @@
-"""The shared cost-aware policy against brute-force references."""
+"""The planner and the decayed rates against brute-force references."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lookup.cost import CPU_SMOLLM2, CostProfile
-from lookup.policy import DecayedRate, best_cut, chain_path_probs, forward_costs, plan_chain, smoothed_rate
+from lookup.acceptance.planner import best_cut, chain_path_probs, forward_costs, plan_chain
+from lookup.acceptance.rates import DecayedRate, smoothed_rate
 
 probabilities = st.floats(0.0, 1.0)
 positive_costs = st.floats(0.01, 100.0)
@@ -173,3 +174,32 @@ def test_plan_chain_by_hand():
     assert plan_chain(doubtful, costs) == 2 < best_cut(chain_path_probs(doubtful), costs) == 16
     with pytest.raises(ValueError, match="cost for 0..3 nodes"):
         plan_chain(np.full(3, 0.5), costs[:3])
+
+
+@settings(max_examples=100, deadline=None)
+@given(acc=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12))
+def test_the_planner_judged_by_one_forward_maximises_expected_tokens_per_second(acc):
+    from lookup.acceptance import COST_REFRESH, Planner
+    from lookup.cost import CPU_SMOLLM2
+
+    k = Planner(CPU_SMOLLM2, 12, planned=False).chain(np.asarray(acc), 0)
+
+    def rate(n):
+        # at no context yet, forwards are priced in the first context bucket
+        return (1 + sum(np.prod(acc[: i + 1]) for i in range(n))) / CPU_SMOLLM2.cost(n + 1, COST_REFRESH // 2)
+
+    assert rate(k) == pytest.approx(max(rate(n) for n in range(len(acc) + 1)))
+
+
+@settings(max_examples=50, deadline=None)
+@given(acc=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12), context=st.integers(0, 3000))
+def test_the_planned_chain_is_plan_chain_at_the_context_bucket(acc, context):
+    from lookup.acceptance import COST_REFRESH, Planner
+    from lookup.cost import CPU_SMOLLM2
+
+    planner = Planner(CPU_SMOLLM2, 12)
+    bucket = context // COST_REFRESH * COST_REFRESH + COST_REFRESH // 2
+    assert planner.chain(np.asarray(acc), context) == plan_chain(np.asarray(acc), forward_costs(CPU_SMOLLM2, 12, bucket))
+    # a profile without a context axis has one table
+    flat = Planner(CostProfile.flat(64), 12)
+    assert np.array_equal(flat.costs(context), flat.costs(0))

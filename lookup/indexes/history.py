@@ -13,7 +13,7 @@ Drafting from the current context alone cannot propose what the context never he
 answering similar requests sees the same phrases again in other requests' outputs. This index
 keeps what earlier requests added (each as its own segment; the drafters add outputs) in one suffix automaton
 and follows the current request through it by matching statistics
-(:func:`lookup.automaton_kernels.follow`): after every token it knows the longest suffix of the
+(:func:`lookup.indexes.automaton_kernels.follow`): after every token it knows the longest suffix of the
 current request that occurs in an earlier one, and the most recent such occurrence. A match may
 span two earlier requests; the continuation it offers stops at the end of the request it is in.
 
@@ -32,8 +32,8 @@ from typing import Sequence
 
 import numpy as np
 
-from lookup import automaton_kernels as K
-from lookup.automaton import SuffixAutomaton, _as_tokens
+from lookup.indexes import automaton_kernels as K
+from lookup.indexes.automaton import SuffixAutomaton, _as_tokens
 
 #: tokens kept by default; past it the oldest requests are dropped (the index is rebuilt)
 DEFAULT_MAX_TOKENS = 1 << 20
@@ -110,7 +110,7 @@ class History:
             requests are dropped (until at most half of it is left) and the index is rebuilt.
         occurrences: earlier occurrences remembered per match (the most recent ones), for
             :meth:`agreement`.
-        max_depth: see :class:`lookup.automaton.SuffixAutomaton` (``suffix-automaton`` leaves the
+        max_depth: see :class:`lookup.indexes.automaton.SuffixAutomaton` (``suffix-automaton`` leaves the
             history at this default, 16, whatever its own automaton's).
     """
 
@@ -231,7 +231,7 @@ class History:
         :meth:`match` copies from), against ``draft`` ([n] int64), each up to the end of the request
         it is in: per depth ``d``, ``support[d]`` occurrences continue with ``draft[:d]`` and have a
         token at ``d``, and ``agree[d]`` of them continue with ``draft[d]`` (both [>= n] int64,
-        overwritten up to n; :func:`lookup.automaton_kernels.chain_agreement`). Returns how many
+        overwritten up to n; :func:`lookup.indexes.automaton_kernels.chain_agreement`). Returns how many
         occurrences were read (0 when nothing matches)."""
         if len(support) < len(draft) or len(agree) < len(draft):
             raise ValueError(f"support and agree need room for the {len(draft)} draft tokens")

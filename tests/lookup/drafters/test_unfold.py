@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import lookup
 from toys import published
-from lookup.unfold import find_candidate_pred_tokens
+from lookup.drafters.unfold import find_candidate_pred_tokens
 
 
 sequences = st.lists(st.integers(0, 5), min_size=0, max_size=80)

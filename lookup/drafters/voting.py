@@ -1,6 +1,6 @@
 """``voting``: earlier occurrences of the current match vote on what comes next.
 
-The suffix automaton of :mod:`lookup.suffix_automaton` gives the longest suffix that occurred
+The suffix automaton of :mod:`lookup.drafters.suffix_automaton` gives the longest suffix that occurred
 earlier and, per state, its most recent end positions (no rescans). Each of those
 occurrences contributes its continuation; the continuations form a small trie weighted by
 votes (optionally decayed by recency rank). The chain draft follows the heaviest child
@@ -17,12 +17,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from lookup import automaton_kernels as K
+from lookup.indexes import automaton_kernels as K
 from lookup.base import EMPTY_DRAFT, Draft
 from lookup.params import require_bool
 from lookup.registry import register
-from lookup.automaton import SuffixAutomaton
-from lookup.suffix_automaton import AutomatonDrafter
+from lookup.indexes.automaton import SuffixAutomaton
+from lookup.drafters.suffix_automaton import AutomatonDrafter
 
 
 @njit(cache=True)
@@ -162,7 +162,7 @@ class VotingDrafter(AutomatonDrafter):
         max_branches: children per tree node at most (the tree's width per level).
         max_nodes: most nodes in a tree (the loop's budget may cut it further); with ``adaptive``
             around it, the cost profile picks how many of them to send.
-        max_depth: see :class:`lookup.automaton.SuffixAutomaton`; deeper than the
+        max_depth: see :class:`lookup.indexes.automaton.SuffixAutomaton`; deeper than the
             ``suffix-automaton`` default because fallbacks read shallower ancestors' rings too.
     """
 

@@ -1,7 +1,7 @@
 """Numba kernels of the online suffix automaton (SAM) shared by the lookup drafters.
 
 Module-level pure functions over numpy arrays (vLLM n-gram proposer style): the owning
-class (:class:`lookup.automaton.SuffixAutomaton`) allocates and grows the arrays,
+class (:class:`lookup.indexes.automaton.SuffixAutomaton`) allocates and grows the arrays,
 the kernels only read and write them, and the tests call the kernels directly.
 
 Layout

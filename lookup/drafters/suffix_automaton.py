@@ -1,13 +1,13 @@
 """``suffix-automaton``: draft what followed the longest earlier match of the context's suffix.
 
-The index is a :class:`lookup.automaton.SuffixAutomaton` over prompt + committed tokens: after
+The index is a :class:`lookup.indexes.automaton.SuffixAutomaton` over prompt + committed tokens: after
 each ``extend`` it knows the longest suffix of the sequence that also occurs earlier, its most
 recent earlier occurrence and its earliest one. ``propose`` copies the tokens that followed the
 chosen occurrence: by default the most recent one, or the earliest when the most recent runs
 into the current suffix before the draft is full.
 
 With ``history=True`` the drafter also keeps the earlier requests it served
-(:class:`lookup.history.History`) and copies from them where they hold a longer match.
+(:class:`lookup.indexes.history.History`) and copies from them where they hold a longer match.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from lookup.automaton import SuffixAutomaton
-from lookup.base import EMPTY_DRAFT, Draft, Drafter
-from lookup.history import DEFAULT_MAX_TOKENS, History
+from lookup.indexes.automaton import SuffixAutomaton
+from lookup.base import EMPTY_DRAFT, SOURCES, Agreement, Draft, Drafter, Evidence
+from lookup.indexes.history import DEFAULT_MAX_TOKENS, History
 from lookup.params import require_bool
 from lookup.registry import register
 
@@ -89,7 +89,7 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             a longer match of the context's suffix than the context itself.
         history_tokens: tokens of history kept (the oldest requests go first).
         occurrences: earlier occurrences the automaton remembers per match (the most recent ones),
-            for :meth:`chain_agreement`; the draft always copies from the most recent or the earliest.
+            for :meth:`evidence`; the draft always copies from the most recent or the earliest.
             The history remembers as many per match. Each state's row is padded to 8 int32 columns:
             1-2 occurrences fit in 8, 3-10 take 16 (``adaptive``'s default base remembers 8).
     """
@@ -115,10 +115,9 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         self.occurrence = Occurrence(occurrence)
         self.length_rule = LinearLength(*length_rule) if isinstance(length_rule, tuple) else length_rule
         self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
-        # [>= draft length] scratch (support, agree) for chain_agreement(), context_agreement() and
-        # history_agreement()
+        # [>= draft length] scratch (support, agree) for evidence(): the own match's, the other index's
         self._scratch = {name: (np.zeros(max_tokens, dtype=np.int64), np.zeros(max_tokens, dtype=np.int64))
-                         for name in ("own", "context", "history")}
+                         for name in ("own", "other")}
         self.history = History(history_tokens, occurrences) if require_bool("history", history) else None
         self._prompt_len = 0
 
@@ -150,53 +149,46 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         found = self._history_match()
         return found[0] if found is not None else int(self.sam.match()[1])
 
-    def match_source(self) -> str:
-        """Where the draft :meth:`propose` would copy now comes from: ``"context"`` or ``"history"``
-        (a longer match in earlier requests). ``adaptive`` learns acceptance per source."""
-        return "context" if self._history_match() is None else "history"
+    def keeps_history(self) -> bool:
+        return self.history is not None
 
-    def chain_agreement(self, draft: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """Evidence for a draft (``draft``: [n] token ids, normally what :meth:`propose` gave): how the
-        continuations of the match's remembered earlier occurrences (up to ``occurrences``, the most
-        recent ones, in the context or, for a draft from the history, in earlier requests; see
-        :meth:`match_source`) agree with it. Per depth ``d``: ``support[d]``, the occurrences that
-        continue with ``draft[:d]`` and have a token at ``d``, and ``agree[d]``, those of them that
-        continue with ``draft[d]`` (both [n] int64; ``agree[0] / support[0]`` is the share of
-        occurrences followed by the draft's first token). None when nothing matches. The arrays are
-        this drafter's scratch, valid until the next call. A query: ``adaptive`` reads it for its
-        models of acceptance (:mod:`lookup.first_token`, :mod:`lookup.later_nodes`)."""
-        return self._agreement(self.sam if self._history_match() is None else self.history, draft, "own")
+    def shareable_history(self) -> "SuffixAutomatonDrafter | None":
+        return self if self.history is not None else None
 
-    def context_agreement(self, draft: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
-        """What the context says of a draft from the history (``draft``: [n] token ids): (the context's own
-        match length, support [n], agree [n]) as :meth:`chain_agreement` counts them, over the remembered
-        occurrences of the context's longest match rather than the history's. None without a history
-        draft now, or when the context has no match. Scratch arrays, valid until the next call. A query:
-        ``adaptive``'s first-token model reads it for drafts from the history."""
-        if self._history_match() is None:
-            return None
-        found = self._agreement(self.sam, draft, "context")
-        return None if found is None else (int(self.sam.match()[1]), *found)
+    def share_history(self, history: History) -> None:
+        if self.history is None:
+            raise TypeError(f"{self.name} was made without a history (history=True) to share")
+        self.history = history
 
-    def history_agreement(self, draft: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
-        """The mirror of :meth:`context_agreement`: what the history says of a draft from the context
-        (``draft``: [n] token ids): (the history's match length, support [n], agree [n]) over the
-        remembered occurrences of the current request's match in earlier requests (each up to the end
-        of its request). That match is no longer than the context's, unless nothing follows its most
-        recent occurrence (the draft then comes from the context all the same). None without a
-        history, for a draft from the history, or when the history has no match. Scratch arrays, valid
-        until the next call. A query: ``adaptive:history=true``'s first-token model reads it for drafts
-        from the context."""
-        if self.history is None or self._history_match() is not None:
-            return None
-        found = self._agreement(self.history, draft, "history")
-        return None if found is None else (self.history.match_length(), *found)
+    def evidence(self, draft: Draft) -> Evidence:
+        """Where ``draft`` comes from (``"history"`` when the history holds the longer match) and, for a
+        chain, how the continuations of the match's remembered earlier occurrences (up to
+        ``occurrences``, the most recent ones, in the context or in earlier requests) agree with it
+        (``own``); with a history, ``other`` says the same of the other index's match: the context's
+        own match for a chain from the history, the history's match (each occurrence up to the end of
+        its request) for a chain from the context. That match is no longer than the context's, unless
+        nothing follows its most recent occurrence there. ``adaptive`` reads it for its models of
+        acceptance (:mod:`lookup.acceptance`)."""
+        found = self._history_match()
+        length = found[0] if found is not None else int(self.sam.match()[1])
+        own = other = None
+        if draft.is_chain:
+            tokens = draft.tokens
+            if found is None:
+                own = self._agreement(self.sam, tokens, "own", length)
+                if self.history is not None:
+                    other = self._agreement(self.history, tokens, "other", self.history.match_length())
+            else:
+                own = self._agreement(self.history, tokens, "own", length)
+                other = self._agreement(self.sam, tokens, "other", int(self.sam.match()[1]))
+        return Evidence(SOURCES[0] if found is None else SOURCES[1], length, own, other,
+                        second_index=self.history is not None)
 
-    def _agreement(self, index: SuffixAutomaton | History, draft: np.ndarray,
-                   scratch: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """``index.agreement`` of ``draft`` into this drafter's ``scratch`` pair of arrays (grown to fit;
-        one pair per method, so that each method's answer stays valid while the other is asked):
-        (support, agree), [n] each, or None when the index has no match."""
+    def _agreement(self, index: SuffixAutomaton | History, draft: np.ndarray, scratch: str,
+                   length: int) -> Agreement | None:
+        """``index.agreement`` of ``draft`` ([n] ids) into this drafter's ``scratch`` pair of arrays (grown
+        to fit; one pair per role, so that the other stays valid while this one is asked), as the
+        agreement of a match of ``length`` tokens; None when the index has no match."""
         draft = np.ascontiguousarray(draft, dtype=np.int64)  # the one array type the kernel is compiled for
         n = len(draft)
         support, agree = self._scratch[scratch]
@@ -204,7 +196,7 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             support, agree = self._scratch[scratch] = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
         if index.agreement(draft, support, agree) == 0:
             return None
-        return support[:n], agree[:n]
+        return Agreement(length, support[:n], agree[:n])
 
     def draft_length(self, match_len: int) -> int:
         """Tokens to draft after a match of ``match_len`` tokens (before budget and context end)."""

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lookup
-from lookup.adaptive import SOURCES
-from lookup import history as history_module
-from lookup.history import History
+from lookup.base import EMPTY_DRAFT, SOURCES
+from lookup.indexes import history as history_module
+from lookup.indexes.history import History
 
 
 def brute_longest(history: list[int], current: list[int]) -> int:
@@ -209,9 +209,9 @@ def test_the_drafter_copies_an_earlier_requests_output_never_its_prompt():
     drafter = lookup.create("suffix-automaton", history=True, max_tokens=8, length_rule=None)
     serve(drafter, [1, 2, 3, 4, 5, 6], [10, 11, 12, 13, 14, 15])
     drafter.reset([7, 7, 1, 2, 3])  # the earlier prompt's text: not in the history
-    assert len(drafter.propose(8)) == 0 and drafter.match_source() == "context"
+    assert len(drafter.propose(8)) == 0 and drafter.evidence(EMPTY_DRAFT).source == "context"
     drafter.extend([10, 11])  # the earlier output's: copied from there
-    assert drafter.match_source() == "history" and drafter.match_length() == 2
+    assert drafter.evidence(EMPTY_DRAFT).source == "history" and drafter.match_length() == 2
     assert drafter.propose(8).tokens.tolist() == [12, 13, 14, 15]
 
 
@@ -219,14 +219,14 @@ def test_without_history_each_request_starts_empty():
     drafter = lookup.create("suffix-automaton", max_tokens=8, length_rule=None)
     serve(drafter, [1, 2, 3], [10, 11, 12, 13])
     drafter.reset([9, 10, 11])
-    assert len(drafter.propose(8)) == 0 and drafter.match_source() == "context"
+    assert len(drafter.propose(8)) == 0 and drafter.evidence(EMPTY_DRAFT).source == "context"
 
 
 def test_the_context_wins_a_tie_with_the_history():
     drafter = lookup.create("suffix-automaton", history=True, max_tokens=8, length_rule=None)
     serve(drafter, [0], [5, 6, 1, 2])
     drafter.reset([5, 6, 3, 4, 5, 6])  # "5 6" matched in the context (-> 3) and in the history (-> 1)
-    assert drafter.match_source() == "context"
+    assert drafter.evidence(EMPTY_DRAFT).source == "context"
     assert drafter.propose(2).tokens.tolist() == [3, 4]
 
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lookup.adaptive import COST_REFRESH, MAX_RANK, PRIOR_RANK, AdaptiveDrafter
+from lookup.acceptance import COST_REFRESH, PRIORS, Row
+from lookup.drafters.adaptive import AdaptiveDrafter
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
 
@@ -40,16 +41,21 @@ class ScriptedTree(Drafter):
         return self.match
 
 
+MAX_RANK, PRIOR_RANK = PRIORS.max_rank, PRIORS.rank
+ROW = Row(0, 0)  # the first source's first match-length bucket
+
+
 def fixed(d: AdaptiveDrafter, a, c=None):
-    d.acceptance = lambda bucket: np.asarray(list(a) + [0.0] * (d.max_tokens - len(a)))
+    """Make ``d``'s acceptance model answer ``a`` per depth and ``c`` per sibling rank, whatever it learnt."""
+    d.model.rates = lambda row: np.asarray(list(a) + [0.0] * (d.max_tokens - len(a)))
     if c is not None:
-        d.rank_acceptance = lambda: np.asarray([0.0, *c, *[0.0] * (MAX_RANK - 1 - len(c))])
+        d.model.rank_rates = lambda: np.asarray([0.0, *c, *[0.0] * (MAX_RANK - 1 - len(c))])
 
 
 def test_node_probabilities_by_hand():
     d = AdaptiveDrafter(base=ScriptedTree(), profile=CPU_SMOLLM2, max_tokens=8)
     fixed(d, [0.6, 0.8, 0.5], c=[0.25])
-    p = d.node_probabilities(0, np.asarray(PARENTS))
+    p = d.model.tree(ROW, np.asarray(PARENTS))
     first, second = 0.6, 0.4 * 0.25
     np.testing.assert_allclose(p, [first, second, first * 0.8, second * 0.8, first * 0.8 * 0.5])
 
@@ -57,7 +63,7 @@ def test_node_probabilities_by_hand():
 def test_younger_siblings_share_what_the_elder_ones_leave():
     d = AdaptiveDrafter(base=ScriptedTree(), profile=CPU_SMOLLM2, max_tokens=8)
     fixed(d, [0.5], c=[0.5, 0.5, 0.5])
-    p = d.node_probabilities(0, np.asarray([-1, -1, -1, -1]))
+    p = d.model.tree(ROW, np.asarray([-1, -1, -1, -1]))
     np.testing.assert_allclose(p, [0.5, 0.25, 0.125, 0.0625])
     assert p.sum() < 1
 
@@ -74,8 +80,8 @@ def tree_parents(draw):
 def test_best_size_maximises_expected_tokens_per_second(parents, a, c):
     d = AdaptiveDrafter(base=ScriptedTree(), profile=CPU_SMOLLM2, max_tokens=12)
     fixed(d, a, c)
-    m = d.best_size(0, parents)
-    p = d.node_probabilities(0, parents)
+    p = d.model.tree(ROW, parents)
+    m = d.planner.tree(p, 0)
 
     def rate(k):
         return (1 + p[:k].sum()) / CPU_SMOLLM2.cost(k + 1, COST_REFRESH // 2)  # a fresh drafter: first bucket
@@ -105,17 +111,19 @@ def test_a_prefix_of_a_q_tree_keeps_its_q():
 def test_learns_depth_and_rank_statistics_from_the_committed_path():
     d = AdaptiveDrafter(base=ScriptedTree(), profile=CostProfile.flat(64), max_tokens=8, decay=1.0)
     d.reset([1])
-    b = d._bucket()
+    b = d.candidate(8).row
     draft = d.propose(8)
     d.extend([6, 8, 0])  # the second root child, its child, then the target's own token (no child of 3)
     d.observe(draft, 2)
-    assert d._depth.trials[b, :3].tolist() == [1, 1, 0] and d._depth.hits[b, :3].tolist() == [0, 1, 0]
-    assert d._ranks.trials[1] == 1 and d._ranks.hits[1] == 1
+    trials, hits = d.model.counts(b)
+    assert trials[:3].tolist() == [1, 1, 0] and hits[:3].tolist() == [0, 1, 0]
+    assert [c[1] for c in d.model.rank_counts()] == [1, 1]
     draft = d.propose(8)
     d.extend([4])  # nobody at the root: both children tried and missed
     d.observe(draft, 0)
-    assert d._depth.trials[b, 0] == 2 and d._depth.hits[b, 0] == 0
-    assert d._ranks.trials[1] == 2 and d._ranks.hits[1] == 1
+    trials, hits = d.model.counts(b)
+    assert trials[0] == 2 and hits[0] == 0
+    assert [c[1] for c in d.model.rank_counts()] == [2, 1]
 
 
 def test_learns_unsent_siblings_too():
@@ -129,7 +137,7 @@ def test_learns_unsent_siblings_too():
         sent.append(len(draft))
         d.extend([6, 0] if 6 in draft.tokens.tolist() else [6])
         d.observe(draft, int(6 in draft.tokens.tolist()))
-    assert d.rank_acceptance()[1] > 0.9 and d.acceptance(d._bucket())[0] < 0.1
+    assert d.model.rank_rates()[1] > 0.9 and d.model.rates(d.candidate(8).row)[0] < 0.1
     assert sent[-1] == 2  # learnt that the second child pays
 
 
@@ -143,4 +151,4 @@ def test_propose_has_no_side_effects_on_proposals():
 
 def test_rank_prior():
     d = AdaptiveDrafter(base=ScriptedTree())
-    assert d.rank_acceptance()[1:] == pytest.approx([PRIOR_RANK] * (MAX_RANK - 1))
+    assert d.model.rank_rates()[1:] == pytest.approx([PRIOR_RANK] * (MAX_RANK - 1))

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lookup.buffer import TokenBuffer
+from lookup.indexes.buffer import TokenBuffer
 
 
 @given(chunks=st.lists(st.lists(st.integers(0, 1 << 20), max_size=40), max_size=30), clear_at=st.integers(-1, 30))

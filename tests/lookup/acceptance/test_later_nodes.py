@@ -5,13 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lookup import first_token, later_nodes
+from lookup.acceptance import default_fits, first_token, later_nodes
+
+#: the shipped fits of the embedded model, per fit name
+FITS = default_fits().later
+COEFFICIENTS, INTERCEPT = FITS["context"]
 
 
 def test_features_per_depth_from_the_chain_agreement():
     support, agree = np.array([8, 4, 2, 1]), np.array([4, 2, 1, 1])
     x = later_nodes.features(3, support, agree)
-    assert x.shape == (3, len(later_nodes.FEATURES)) == (3, len(later_nodes.COEFFICIENTS))
+    assert x.shape == (3, len(later_nodes.FEATURES)) == (3, len(COEFFICIENTS))
     depth = np.array([1.0, 2.0, 3.0])
     assert x[:, 0] == pytest.approx(np.log1p(3 + depth)) and x[:, 1] == pytest.approx(np.log1p(depth))
     assert x[:, 2].tolist() == [4.0, 2.0, 1.0] and x[:, 3].tolist() == [0.5, 0.5, 1.0]
@@ -28,18 +32,18 @@ def test_features_per_depth_from_the_chain_agreement():
 
 def test_probabilities_are_the_logistic_of_the_shipped_fit():
     support, agree = np.array([8, 6, 6, 5]), np.array([6, 6, 5, 5])
-    p = later_nodes.probabilities(4, support, agree)
-    z = later_nodes.features(4, support, agree) @ later_nodes.COEFFICIENTS + later_nodes.INTERCEPT
+    p = later_nodes.probabilities(4, support, agree, coefficients=COEFFICIENTS, intercept=INTERCEPT)
+    z = later_nodes.features(4, support, agree) @ COEFFICIENTS + INTERCEPT
     assert p == pytest.approx(1 / (1 + np.exp(-z)))
-    assert p == pytest.approx(first_token.probability(later_nodes.features(4, support, agree), later_nodes.COEFFICIENTS,
-                                                      later_nodes.INTERCEPT))
+    assert p == pytest.approx(first_token.probability(later_nodes.features(4, support, agree), COEFFICIENTS,
+                                                      INTERCEPT))
 
 
 def test_agreeing_occurrences_and_longer_matches_make_a_node_likelier():
     """What the fit learnt, in the directions one expects: a node is safer when the occurrences still
     following the chain go on with it, and after a longer match."""
     def at_depth_one(match, support, agree):
-        return float(later_nodes.probabilities(match, np.array([8, support]), np.array([8, agree]))[0])
+        return float(later_nodes.probabilities(match, np.array([8, support]), np.array([8, agree]), coefficients=COEFFICIENTS, intercept=INTERCEPT)[0])
 
     assert at_depth_one(3, 6, 6) > at_depth_one(3, 6, 3) > at_depth_one(3, 6, 1)
     assert at_depth_one(12, 4, 2) > at_depth_one(2, 4, 2)
@@ -49,7 +53,7 @@ def test_agreeing_occurrences_and_longer_matches_make_a_node_likelier():
 def test_a_history_node_is_likelier_where_the_context_agrees():
     def at_depth_one(seen, agreeing):
         context = (2, np.array([4, seen]), np.array([seen, agreeing]))
-        coefficients, intercept = later_nodes.FITS["history"]
+        coefficients, intercept = FITS["history"]
         return float(later_nodes.probabilities(3, np.array([4, 4]), np.array([4, 2]), context,
                                                coefficients=coefficients, intercept=intercept)[0])
 

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lookup import automaton_kernels as K
-from lookup.automaton import MAX_LOAD, SuffixAutomaton
-from lookup.suffix_automaton import LinearLength, SuffixAutomatonDrafter
+from lookup.base import EMPTY_DRAFT, Draft, Evidence
+from lookup.indexes import automaton_kernels as K
+from lookup.indexes.automaton import MAX_LOAD, SuffixAutomaton
+from lookup.drafters.suffix_automaton import LinearLength, SuffixAutomatonDrafter
 
 UNBOUNDED = 1 << 30  # max_depth that records every ancestor: rings exact, for comparison with brute force
 TOP_ID = K.VOCAB_LIMIT - 1  # 262,143
@@ -245,6 +246,29 @@ def brute_agreement(seq, ends, draft):
     return support, agree
 
 
+def evidence_of(d: SuffixAutomatonDrafter, tokens) -> Evidence:
+    return d.evidence(Draft(np.asarray(tokens, dtype=np.int64)))
+
+
+def chain_agreement(d: SuffixAutomatonDrafter, tokens):
+    """(support, agree) of the match the chain is copied after, or None."""
+    own = evidence_of(d, tokens).own
+    return None if own is None else (own.support, own.agree)
+
+
+def other_index(d: SuffixAutomatonDrafter, tokens, source: str):
+    """What the other index says of a chain from ``source`` (length, support, agree), or None (also when
+    the draft now comes from the other source)."""
+    evidence = evidence_of(d, tokens)
+    if evidence.source != source or evidence.other is None:
+        return None
+    return evidence.other.match_length, evidence.other.support, evidence.other.agree
+
+
+def source_of(d: SuffixAutomatonDrafter) -> str:
+    return d.evidence(EMPTY_DRAFT).source
+
+
 @settings(max_examples=120, deadline=None)
 @given(chunked_sequences(max_len=60), st.integers(1, 8), st.lists(st.integers(0, 4), max_size=6))
 def test_match_ends_and_chain_agreement_equal_brute_force(data, occurrences, tail):
@@ -261,14 +285,14 @@ def test_match_ends_and_chain_agreement_equal_brute_force(data, occurrences, tai
     assert out[: d.sam.match_ends(out)].tolist() == want
     own = d.propose(8).tokens.tolist()
     for draft in (own, own[:2] + tail, tail):
-        found = d.chain_agreement(np.array(draft, dtype=np.int64))
+        found = chain_agreement(d, np.array(draft, dtype=np.int64))
         if want:
             assert want[0] == d.sam.match()[2]
             assert [a.tolist() for a in found] == list(brute_agreement(seq, want, draft))
         else:
             assert found is None
     if want and own:
-        support, agree = d.chain_agreement(np.array(own, dtype=np.int64))
+        support, agree = chain_agreement(d, np.array(own, dtype=np.int64))
         # the draft's own occurrence (the most recent) follows it all the way
         assert support.min() >= 1 and agree.min() >= 1 and support[0] == len(want)
 
@@ -278,7 +302,7 @@ def test_chain_agreement_grows_its_scratch_for_drafts_longer_than_max_tokens():
     d = SuffixAutomatonDrafter(max_tokens=2, occurrences=4, fallback=False)
     d.reset(seq)
     draft = [3, 4, 5, 9, 1]
-    support, agree = d.chain_agreement(draft)  # any sequence of ids, longer than the scratch
+    support, agree = chain_agreement(d, draft)  # any sequence of ids, longer than the scratch
     assert [support.tolist(), agree.tolist()] == [list(a) for a in brute_agreement(seq, brute_ends(seq, 4), draft)]
     assert support.tolist() == [2, 2, 2, 1, 1] and agree.tolist() == [2, 2, 1, 1, 1]
     with pytest.raises(ValueError, match="room for the 5 draft tokens"):
@@ -292,22 +316,22 @@ def test_chain_agreement_reads_the_history_for_a_draft_from_the_history():
     d.reset([5])
     d.extend([6, 7, 4])  # and this one's
     d.reset([1, 2, 5, 6, 7])  # the history's "6 7" is a longer match than the context's (none)
-    assert d.match_source() == "history" and d.propose(4).tokens.tolist() == [4]
+    assert source_of(d) == "history" and d.propose(4).tokens.tolist() == [4]
     # (support, agree): the most recent occurrence ends its request after "4", never running on into
     # the next request; the older one goes on with "8 9"
-    assert [a.tolist() for a in d.chain_agreement(np.array([4, 1]))] == [[2, 0], [1, 0]]
-    assert [a.tolist() for a in d.chain_agreement(np.array([8, 9]))] == [[2, 1], [1, 1]]
-    assert d.context_agreement(np.array([4])) is None  # the context's own suffix "7" never occurred before
+    assert [a.tolist() for a in chain_agreement(d, np.array([4, 1]))] == [[2, 0], [1, 0]]
+    assert [a.tolist() for a in chain_agreement(d, np.array([8, 9]))] == [[2, 1], [1, 1]]
+    assert other_index(d, [4], "history") is None  # the context's own suffix "7" never occurred before
     d.reset([7, 3, 9, 6, 7])  # the history's "9 6 7" (then "4") is longer than the context's "7" (then "3")
-    assert d.match_source() == "history" and d.propose(4).tokens.tolist() == [4]
-    own = d.chain_agreement(np.array([4]))
-    length, support, agree = d.context_agreement(np.array([4]))
+    assert source_of(d) == "history" and d.propose(4).tokens.tolist() == [4]
+    evidence = evidence_of(d, [4])
+    own, (length, support, agree) = evidence.own, other_index(d, [4], "history")
     assert (length, support.tolist(), agree.tolist()) == (1, [1], [0])
-    assert [a.tolist() for a in own] == [[1], [1]]  # each answer has its own scratch
-    assert d.context_agreement(np.array([3]))[2].tolist() == [1]
+    assert [own.support.tolist(), own.agree.tolist()] == [[1], [1]] and evidence.second_index
+    assert other_index(d, [3], "history")[2].tolist() == [1]
     d.extend([3, 9, 6])  # now the context's "3 9 6" is the longer match
-    assert d.match_source() == "context" and d.context_agreement(np.array([7])) is None
-    assert [a.tolist() for a in d.chain_agreement(np.array([7, 3]))] == [[1, 1], [1, 1]]
+    assert source_of(d) == "context" and other_index(d, [7], "history") is None
+    assert [a.tolist() for a in chain_agreement(d, np.array([7, 3]))] == [[1, 1], [1, 1]]
 
 
 def test_history_agreement_is_what_the_history_says_of_a_draft_from_the_context():
@@ -317,18 +341,19 @@ def test_history_agreement_is_what_the_history_says_of_a_draft_from_the_context(
     d.reset([5])
     d.extend([6, 7, 4])
     d.reset([9, 6, 7, 2, 9, 6, 7])  # the context's "9 6 7" (then 2) is longer than the history's "6 7"
-    assert d.match_source() == "context" and d.propose(1).tokens.tolist() == [2]
+    assert source_of(d) == "context" and d.propose(1).tokens.tolist() == [2]
     # the history's "6 7" occurred twice, followed by 4 (the most recent) and by 8: neither goes on with 2
-    length, support, agree = d.history_agreement(np.array([2, 9]))
+    length, support, agree = other_index(d, [2, 9], "context")
     assert (length, support.tolist(), agree.tolist()) == (2, [2, 0], [0, 0])
-    own = d.chain_agreement(np.array([2, 9]))
-    support, agree = d.history_agreement(np.array([4, 1]))[1:]
+    own, other = evidence_of(d, [2, 9]).own, evidence_of(d, [2, 9]).other
+    assert [own.support.tolist(), own.agree.tolist()] == [[1, 1], [1, 1]]  # the two have scratch of their own
+    assert [other.support.tolist(), other.agree.tolist()] == [[2, 0], [0, 0]]
+    support, agree = other_index(d, [4, 1], "context")[1:]
     assert support.tolist() == [2, 0] and agree.tolist() == [1, 0]  # its request ends after 4
-    assert [a.tolist() for a in own] == [[1, 1], [1, 1]]  # each answer has its own scratch
     d.reset([1, 6, 7])  # now the history's "6 7" is the longer match: its draft is the history's own
-    assert d.match_source() == "history" and d.history_agreement(np.array([4])) is None
+    assert source_of(d) == "history" and other_index(d, [4], "context") is None
     d.reset([3])  # no match in the history
-    assert d.history.match_length() == 0 and d.history_agreement(np.array([3])) is None
+    assert d.history.match_length() == 0 and other_index(d, [3], "context") is None
     plain = SuffixAutomatonDrafter()
     plain.reset([1, 2, 1])
-    assert plain.history_agreement(np.array([2])) is None
+    assert other_index(plain, [2], "context") is None

@@ -11,19 +11,18 @@ are accepted, the match is ``d`` tokens longer, too. A logistic model of those i
 
 Its estimates are calibrated where adaptive's are not, but judged one forward at a time they
 send long chains after short matches, which lose (``docs/oracle-gap.md``): ``adaptive`` uses them
-with :func:`lookup.policy.plan_chain`, which plans a chain over several forwards.
+with :func:`lookup.acceptance.planner.plan_chain`, which plans a chain over several forwards.
 
-A chain copied from a history of earlier requests (``adaptive:history=true``) has a fit of its own
-(:data:`FITS`), with four inputs more per depth: how many occurrences of the context's own match
+A chain copied from a history of earlier requests (``adaptive:history=true``) has a fit of its own,
+with four inputs more per depth: how many occurrences of the context's own match
 still follow the chain there, and whether they go on with its token (zero for a chain from the
 context).
 
-Fitting it is ``python experiments/traces.py fit-acceptance``, which fits both models of
-``adaptive``: it replays ``adaptive`` without them on the shipped benchmark (each case on its own,
+The coefficients are data (:mod:`lookup.acceptance.fits`), written by ``python experiments/traces.py
+fit-acceptance --write``, which fits both models of ``adaptive``: it replays ``adaptive`` without them on the shipped benchmark (each case on its own,
 and the cases as one stream for chains from the history) and collects, for every node of every
 candidate chain reached with all nodes before it accepted, these features and whether the node
-was accepted. The numbers below are its fits on all 400 cases, for ``adaptive``'s default base,
-which copies from the most recent occurrence (its draft's own occurrence is then always among
+was accepted. The shipped fits are made on all 400 cases, for ``adaptive``'s default base, which copies from the most recent occurrence (its draft's own occurrence is then always among
 those counted); a base that copies from elsewhere gets estimates fitted on another kind of draft.
 """
 
@@ -31,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lookup import first_token
+from lookup.acceptance import first_token
 
 #: what :func:`features` returns per depth, in order; the last four read what the context says of a
 #: chain from the history (zero for a chain from the context, and where the context has no match)
@@ -39,24 +38,13 @@ FEATURES = ("log(1 + match length + depth)", "log(1 + depth)", "occurrences stil
             "share of them that agree", "share x occurrences", "only the draft's own occurrence",
             "context's occurrences still following", "share of them that agree", "none of them agree",
             "log(1 + context's match + depth)")
-#: the fit on the shipped benchmark (hash 173c9375a857b781), by ``traces.py fit-acceptance``
-COEFFICIENTS = np.array([1.335, -0.072, 0.080, 4.070, 0.234, -0.304, 0.0, 0.0, 0.0, 0.0])
-INTERCEPT = -5.011
-#: the same for drafts from a history of earlier requests (``adaptive:history=true``), fitted on the
-#: benchmark served as one stream of requests
-HISTORY_COEFFICIENTS = np.array([0.994, 0.008, 0.118, 3.357, -0.002, -0.332, 0.006, 2.394, -1.494, 0.098])
-HISTORY_INTERCEPT = -4.915
-#: the fit per source of the draft (``lookup.adaptive.SOURCES``): (coefficients [F], intercept)
-FITS = {"context": (COEFFICIENTS, INTERCEPT), "history": (HISTORY_COEFFICIENTS, HISTORY_INTERCEPT)}
-
-
 def features(match_length: int, support: np.ndarray, agree: np.ndarray,
              context: tuple[int, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The model's inputs for depths 1..n-1 of a chain of n nodes copied after a match of
     ``match_length`` tokens, given ``support`` and ``agree`` ([n] each, as
-    :meth:`lookup.suffix_automaton.SuffixAutomatonDrafter.chain_agreement` gives them) and, for a chain
+    :class:`lookup.base.Agreement` holds them) and, for a chain
     from the history, ``context`` = (the context's own match length, support [n], agree [n]) as
-    :meth:`~lookup.suffix_automaton.SuffixAutomatonDrafter.context_agreement` gives them (None: zeros).  # [n-1, F]"""
+    ``Evidence.other`` holds them (None: zeros).  # [n-1, F]"""
     support = np.asarray(support[1:], dtype=np.float64)  # [n-1]
     depth = np.arange(1, len(support) + 1, dtype=np.float64)  # [n-1]
     x = np.zeros((len(support), len(FEATURES)))  # filled column by column: the drafter calls this every step
@@ -77,9 +65,7 @@ def features(match_length: int, support: np.ndarray, agree: np.ndarray,
 
 def probabilities(match_length: int, support: np.ndarray, agree: np.ndarray,
                   context: tuple[int, np.ndarray, np.ndarray] | None = None, *,
-                  coefficients: np.ndarray | None = None, intercept: float | None = None) -> np.ndarray:
-    """P(node d accepted | nodes before accepted) for d = 1..n-1, from :func:`features`; by default with
-    the shipped fit for drafts from the context.  # [n-1]"""
-    coefficients = COEFFICIENTS if coefficients is None else coefficients
-    intercept = INTERCEPT if intercept is None else intercept
+                  coefficients: np.ndarray, intercept: float) -> np.ndarray:
+    """P(node d accepted | nodes before accepted) for d = 1..n-1, from :func:`features` and a fit
+    (``coefficients`` [F], ``intercept``).  # [n-1]"""
     return first_token.probability(features(match_length, support, agree, context), coefficients, intercept)

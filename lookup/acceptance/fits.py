@@ -1,0 +1,132 @@
+"""Fits of the acceptance models as data: one JSON file per (target model, benchmark).
+
+    fits = Fits.load(path)                 # or fits_for(profile.model): the shipped fit of that model
+    coefficients, intercept = fits.first["context"]
+
+A fit file records what it was fitted on (the model, the benchmark's hash, the command) and with
+(the priors and settings of the drafter replayed to collect its rows), so that a fit made stale
+by a change of either is caught (``tests/lookup/acceptance/test_fits.py``). It is written by
+``python experiments/traces.py fit-acceptance --write``, coefficients rounded to
+:data:`DECIMALS` places so that the file regenerates byte for byte.
+
+A target model without a fit of its own gets the embedded model's (:data:`DEFAULT_MODEL`): the
+features are the index's counts, not the model's, so that fit transfers (``docs/architecture.md``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from lookup.errors import PLDError
+
+FORMAT = 1
+#: the shipped fits, ``<model>.<benchmark hash>.json`` each
+FOLDER = Path(__file__).resolve().parent / "fits"
+#: the model whose fit a model without one gets: the embedded one
+DEFAULT_MODEL = "SmolLM2-135M-Instruct"
+DECIMALS = 3
+#: the models fitted (a fit file has one table of fits per model): the first node, the later nodes
+MODELS = ("first", "later")
+
+
+@dataclass(frozen=True)
+class Fits:
+    """The fitted (coefficients [F], intercept) of each acceptance model, per fit name: ``first`` and
+    ``later`` map a fit name (``"context"``, ``"history"``, ``"context, with a history"``) to one."""
+
+    model: str  # the target model whose traces these were fitted on
+    benchmark: str  # the hash of the benchmark (lookup-free: experiments.benchmarks.traces.benchmark_hash)
+    settings: dict  # the priors and drafter settings of the replay that collected the rows
+    first: dict[str, tuple[np.ndarray, float]]
+    later: dict[str, tuple[np.ndarray, float]]
+    rows: dict = field(default_factory=dict)  # rows fitted on, per model and fit
+    path: Path | None = None  # where it was read from (None: built in memory)
+
+    def to_json(self) -> str:
+        """The file's text: stable key order, rounded coefficients, one line per fit."""
+        def table(fits: dict) -> dict:
+            return {name: {"coefficients": [round(float(c), DECIMALS) + 0.0 for c in coefficients],
+                           "intercept": round(float(intercept), DECIMALS) + 0.0}
+                    for name, (coefficients, intercept) in fits.items()}
+        data = {"format": FORMAT, "model": self.model, "benchmark": self.benchmark,
+                "written_by": "python experiments/traces.py fit-acceptance --write",
+                "settings": self.settings, "rows": self.rows,
+                "first": table(self.first), "later": table(self.later)}
+        # lists of numbers on one line each: a fit reads as a row, and a diff shows which changed
+        return re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]",
+                      json.dumps(data, indent=1)) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, path: Path | None = None) -> "Fits":
+        where = path or "fits"
+        try:
+            data = json.loads(text)
+            if data.get("format") != FORMAT:
+                raise PLDError(f"{where}: fit format {data.get('format')!r}, this version reads {FORMAT}")
+            tables = {model: {name: (np.array(fit["coefficients"], dtype=np.float64), float(fit["intercept"]))
+                              for name, fit in data[model].items()} for model in MODELS}
+            return cls(str(data["model"]), str(data["benchmark"]), dict(data["settings"]), tables["first"],
+                       tables["later"], dict(data.get("rows", {})), path)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise PLDError(f"{where}: not a fit file of the acceptance models ({type(exc).__name__}: {exc})") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Fits":
+        """The fits in ``path``; a missing or malformed file is a :class:`PLDError`."""
+        return _load(Path(path).resolve())
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_json())
+        return path
+
+    def describe(self) -> str:
+        return f"{self.model} on benchmark {self.benchmark}" + (f" ({self.path.name})" if self.path else "")
+
+
+@functools.lru_cache(maxsize=16)
+def _load(path: Path) -> Fits:
+    # drafters are built once per case: the file is read once per process (and must not change under it)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PLDError(f"cannot read the fits {path}: {exc.strerror or exc}") from None
+    return Fits.from_json(text, path)
+
+
+def file_name(model: str, benchmark: str) -> str:
+    """``<model>.<benchmark>.json``, the model's name made safe for a file name."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)
+    return f"{safe}.{benchmark}.json"
+
+
+def shipped() -> list[Path]:
+    """The fit files that ship with pld-lab, sorted."""
+    return sorted(FOLDER.glob("*.json"))
+
+
+def fits_for(model: str) -> Fits:
+    """The shipped fit of the target model ``model`` (a cost profile's model name, which may add a
+    note such as ``" (reference)"``), or the embedded model's (:data:`DEFAULT_MODEL`) when it has none."""
+    for path in shipped():
+        fits = Fits.load(path)
+        if model.startswith(fits.model):
+            return fits
+    return default_fits()
+
+
+def default_fits() -> Fits:
+    """The embedded model's shipped fit."""
+    for path in shipped():
+        fits = Fits.load(path)
+        if fits.model == DEFAULT_MODEL:
+            return fits
+    raise PLDError(f"no shipped fit of {DEFAULT_MODEL} in {FOLDER}: reinstall pld-lab, or write one with "
+                   "python experiments/traces.py fit-acceptance --write")

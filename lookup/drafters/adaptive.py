@@ -1,0 +1,189 @@
+"""``adaptive``: wrap any drafter and choose, each step, how much of its draft to send.
+
+A draft is not free: every node it adds makes the target's forward dearer (by how much is the
+target's cost profile), so a wasted draft is a slowdown. Each step this drafter
+
+1. asks the wrapped drafter for its longest draft and the evidence behind it
+   (:meth:`lookup.base.Drafter.evidence`: where it comes from, the match, how the match's earlier
+   occurrences continue), a :class:`Candidate`;
+2. asks the acceptance model (:class:`lookup.acceptance.AcceptanceModel`) for each node's
+   probability of acceptance: statistics learnt in this sequence per source and match length,
+   from priors, refined by the fitted first-node and later-nodes models where there is evidence;
+3. asks the planner (:class:`lookup.acceptance.Planner`) how many nodes to send under the cost
+   profile: a chain planned over this forward and the ones after it (``chain_model``), a tree by
+   the expected tokens per second of this forward.
+
+Then it tells the model what the target accepted. When it drafts less than it could, the token the
+target commits still tells whether the next node would have been right, so it keeps learning even
+while drafting nothing. A wrapped drafter that reports no evidence is judged by the statistics
+alone, at its :meth:`~lookup.base.Drafter.match_length` (a middling one when it reports none), and
+``params()`` says so (``"evidence": false``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from lookup.acceptance import AcceptanceModel, Fits, Planner, Row, fits_for
+from lookup.base import EMPTY_DRAFT, SOURCES, Draft, Drafter, Evidence
+from lookup.cost import CPU_SMOLLM2, CostProfile
+from lookup.params import require_bool
+from lookup.registry import create, register
+
+DEFAULT_BASE = "suffix-automaton"
+#: the policy picks the length, so the default base drafts as far as its match goes; without the
+#: fallback to the earliest occurrence, whose long continuations from far away were mostly wrong
+#: (docs/oracle-gap.md); remembering 8 occurrences per match for the evidence
+DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None, "fallback": False, "occurrences": 8}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The wrapped drafter's longest draft now, and what it is judged by."""
+
+    draft: Draft
+    row: Row  # the acceptance model's statistics for it
+    evidence: Evidence | None  # what the wrapped drafter reports of it (None: nothing)
+
+
+@register("adaptive")
+class AdaptiveDrafter(Drafter):
+    """Cost-aware draft length on top of ``base`` (a drafter name or instance).
+
+    Args:
+        base: the wrapped drafter, by name (made with ``base_params``) or as an instance.
+        profile: the target's cost profile (a path to a saved one; None: the reference CPU profile).
+        max_tokens: the longest draft.
+        prior_strength, decay: the acceptance model's statistics (:class:`~lookup.acceptance.AcceptanceModel`).
+        base_params: parameters of a base given by name (default: the default base's, see above).
+        history: make the wrapped drafter (by name, with a ``history`` parameter, as ``suffix-automaton``
+            has) keep the requests served before and draft from them too, and keep the acceptance
+            statistics from one request to the next.
+        first_token_model, chain_model: use the fitted first-node and later-nodes models where the
+            wrapped drafter reports evidence; ``chain_model`` also plans a chain over later forwards.
+        fits: a fit file of the models (``traces.py fit-acceptance --write``); None: the shipped fit
+            of the profile's model, or the embedded model's when it has none (:func:`~lookup.acceptance.fits_for`).
+    """
+
+    uses_profile = True
+
+    def __init__(self, base: str | Drafter = DEFAULT_BASE, profile: CostProfile | str | None = None,
+                 max_tokens: int = 32, prior_strength: float = 2.0, decay: float = 0.98,
+                 base_params: dict | None = None, history: bool = False, first_token_model: bool = True,
+                 chain_model: bool = True, fits: str | Path | None = None) -> None:
+        super().__init__()
+        if not isinstance(base, (str, Drafter)):
+            # a spec's base=none parses to None: the plain drafter is base=plain
+            hint = " (the drafter that drafts nothing is base=plain)" if base is None else ""
+            raise TypeError(f"base must be a drafter name or instance, got {base!r}{hint}")
+        if base_params is None:
+            base_params = DEFAULT_BASE_PARAMS if base == DEFAULT_BASE else {}
+        if require_bool("history", history):
+            if not isinstance(base, str):
+                raise TypeError("history=True needs the wrapped drafter by name (it is created with history=True)")
+            base_params = {**base_params, "history": True}
+        self.base = create(base, **base_params) if isinstance(base, str) else base
+        self.profile = CostProfile.load(profile) if isinstance(profile, str) else (profile or CPU_SMOLLM2)
+        self.max_tokens, self.history = max_tokens, history
+        self.wants_top = self.base.wants_top  # the wrapped drafter's wish
+        #: whether the wrapped drafter reports evidence (overrides the contract's hook)
+        self.reports_evidence = type(self.base).evidence is not Drafter.evidence
+        self.first_token_model = require_bool("first_token_model", first_token_model)
+        self.chain_model = require_bool("chain_model", chain_model)
+        models = self.reports_evidence and (self.first_token_model or self.chain_model)
+        #: the fitted models' coefficients (None where no model reads them)
+        self.fits = Fits.load(fits) if fits is not None else fits_for(self.profile.model) if models else None
+        self.model = AcceptanceModel(max_tokens, prior_strength, decay, self.fits,
+                                     first_node=self.first_token_model and self.reports_evidence,
+                                     later_nodes=self.chain_model and self.reports_evidence)
+        self.planner = Planner(self.profile, max_tokens, planned=self.chain_model)
+        self._context = 0  # committed tokens (prompt + output)
+        self._last: tuple[Candidate, int] | None = None  # the last propose's candidate and what was sent
+        self._committed: list[int] = []
+
+    # -- the Drafter interface ---------------------------------------------------------------
+    def reset(self, prompt: Sequence[int]) -> None:
+        self.base.reset(prompt)
+        self._context = len(prompt)
+        # with a history, what the last requests taught carries on (decaying as within a request):
+        # requests served one after the other are alike more often than not (docs/oracle-gap.md)
+        if not self.history:
+            self.model.clear()
+        self._last, self._committed = None, []
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        self.base.extend(tokens)
+        self._committed = list(tokens)
+        self._context += len(tokens)
+
+    def observe_top(self, tokens: np.ndarray, top: np.ndarray, probs: np.ndarray) -> None:
+        self.base.observe_top(tokens, top, probs)
+
+    def propose(self, budget: int) -> Draft:
+        candidate = self.candidate(budget)
+        return self.send(candidate, self.decide(candidate))
+
+    def observe(self, draft: Draft, accepted: int) -> None:
+        self.base.observe(draft, accepted)
+        if self._last is None:
+            return
+        candidate, sent = self._last
+        self._last = None
+        self.model.age()
+        full, row = candidate.draft, candidate.row
+        if full.is_chain:
+            self.model.learn_chain(row, full.tokens, sent, accepted, self._committed)
+        else:
+            self.model.learn_tree(row, full, self._committed)
+
+    def match_length(self) -> int | None:
+        """The wrapped drafter's match length (None when it reports none)."""
+        return self.base.match_length()
+
+    # -- the three steps (analyses, such as experiments/running/hindsight.py, call them too) ----
+    def candidate(self, budget: int) -> Candidate:
+        """The wrapped drafter's longest draft now (within ``budget`` and ``max_tokens``), its evidence
+        and the statistics it is judged by. A query."""
+        full = self.base.propose(min(budget, self.max_tokens))
+        if not len(full):
+            return Candidate(full, Row(0, 0), None)
+        evidence = self.base.evidence(full) if self.reports_evidence else None
+        length = evidence.match_length if evidence is not None else None
+        source = evidence.source if evidence is not None else SOURCES[0]
+        row = self.model.row(source, self.base.match_length() if length is None else length)
+        return Candidate(full, row, evidence)
+
+    def decide(self, candidate: Candidate, acceptance: np.ndarray | None = None) -> int:
+        """How many nodes of ``candidate`` to send: the planner's choice under the cost profile, over
+        the model's probabilities (or, for a chain, over ``acceptance``: [n] P(node i accepted | nodes
+        before it accepted), an analysis's own)."""
+        draft = candidate.draft
+        if not len(draft):
+            return 0
+        if draft.is_chain:
+            if acceptance is None:
+                acceptance = self.model.chain(candidate.row, candidate.evidence, len(draft))
+            return self.planner.chain(acceptance, self._context)
+        return self.planner.tree(self.model.tree(candidate.row, draft.parents), self._context)
+
+    def send(self, candidate: Candidate, k: int) -> Draft:
+        """The first ``k`` nodes of ``candidate``'s draft, remembered for :meth:`observe` (which learns
+        from the whole candidate); it changes no future proposal by itself."""
+        full = candidate.draft
+        self._last = (candidate, k) if len(full) else None  # the last propose's, whichever call that was
+        if not k:
+            return EMPTY_DRAFT
+        probs = None if full.probs is None else full.probs[:k]
+        return Draft(full.tokens[:k], probs=probs) if full.is_chain else Draft(full.tokens[:k], full.parents[:k], probs)
+
+    def params(self) -> dict:
+        model = self.model.settings()
+        return {"base": self.base.name, "base_params": self.base.params(), "profile": self.profile.model,
+                "max_tokens": self.max_tokens, "prior_strength": model["prior_strength"], "decay": model["decay"],
+                "history": self.history, "first_token_model": self.first_token_model,
+                "chain_model": self.chain_model, "evidence": self.reports_evidence,
+                **({"fits": self.fits.describe()} if self.fits is not None else {})}
