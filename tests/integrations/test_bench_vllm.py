@@ -1,12 +1,16 @@
-"""experiments/bench_vllm.py without vLLM: the engine settings of each method, the counters, the table."""
+"""experiments/bench_vllm.py without vLLM: each method's engine settings, the interleaved schedule,
+medians and spreads, the verdict rule, per-request counters and the table."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+from lookup.errors import PLDError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,16 +26,24 @@ def bench():
 
 
 def test_each_method_gets_its_engine_settings(bench):
-    args = bench.parse_args(["--model", "M", "--methods", "none, ngram,adaptive,suffix-automaton@whole",
-                             "--batch-rule", '{"fixed_tokens": 4}'])
-    none, ngram, ours, whole = (bench.engine_settings(m, args, 2048) for m in args.methods)
+    args = bench.parse_args(["--model", "M", "--methods", "none, ngram,ngram@schedule,suffix,adaptive,"
+                             "suffix-automaton@whole", "--batch-rule", '{"fixed_tokens": 4}'])
+    none, ngram, scheduled, suffix, ours, whole = (bench.engine_settings(m, args, 2048, 2 ** 30)
+                                                   for m in args.methods)
     assert "speculative_config" not in none and none["enable_prefix_caching"] is False
+    assert "per_request_spec_decode_metrics" not in none  # vLLM refuses it without speculation
+    assert none["kv_cache_memory_bytes"] == 2 ** 30 and none["max_num_seqs"] == 32
     assert ngram["speculative_config"] == {"method": "ngram", "num_speculative_tokens": 5,
                                            "prompt_lookup_min": 2, "prompt_lookup_max": 5}
+    assert scheduled["speculative_config"]["num_speculative_tokens_per_batch_size"] == [
+        [1, 1, 5], [2, 4, 4], [5, 16, 2], [17, 1024, 1]]
+    assert suffix["speculative_config"] == {"method": "suffix", "num_speculative_tokens": 5,
+                                            "suffix_decoding_max_cached_requests": 0}
     assert ours["speculative_config"]["model"] == "decoding.integrations.vllm.DrafterProposer"
     assert ours["additional_config"] == {"pld_lab": {"drafter": "adaptive", "batch_rule": {"fixed_tokens": 4}}}
     assert whole["additional_config"] == {"pld_lab": {"drafter": "suffix-automaton", "batch_rule": False}}
-    assert args.batches == [1, 4, 16] and args.prompts == 16 and args.max_new_tokens == 128
+    assert all(s["per_request_spec_decode_metrics"] == "summary" for s in (ngram, scheduled, suffix, ours, whole))
+    assert args.batches == [1, 4, 16, 32] and args.prompts == 32 and args.rounds == 3
 
 
 def test_the_proposer_path_names_the_class(bench):
@@ -41,22 +53,107 @@ def test_the_proposer_path_names_the_class(bench):
     assert module == vllm.__name__ and hasattr(vllm, name)
 
 
-def test_counters_and_the_table(bench):
-    before = {"vllm:spec_decode_num_drafts": 3, "vllm:spec_decode_num_accepted_tokens_per_pos": [2, 1]}
-    after = {"vllm:spec_decode_num_drafts": 10, "vllm:spec_decode_num_accepted_tokens_per_pos": [6, 4]}
-    assert bench.delta(after, before, "vllm:spec_decode_num_drafts") == 7
-    assert bench.delta(after, before, "vllm:spec_decode_num_accepted_tokens_per_pos") == [4, 3]
-    assert bench.delta({}, {}, "vllm:spec_decode_num_drafts") == 0
-    rows = [bench.Row("none", 4, 512, 10.0, 51.2, same_as_none=4),
-            bench.Row("adaptive", 4, 512, 5.0, 102.4, drafts=50, draft_tokens=100, accepted_tokens=80,
-                      same_as_none=3, differing=["doc-qa/001"])]
-    assert rows[1].acceptance == 0.8 and rows[1].mean_acceptance_length == 2.6
-    text = bench.table(rows)
-    assert "2.00" in text and "3/4" in text and "80" in text
-    assert bench.cpu_list("0-2,5") == [0, 1, 2, 5]
+def test_a_batch_schedule_runs_on_from_one(bench):
+    assert bench.parse_schedule("1-4:5, 5-32:2") == [(1, 4, 5), (5, 32, 2)]
+    assert bench.parse_schedule("1:3,2-8:1") == [(1, 1, 3), (2, 8, 1)]
+    for bad in ("2-4:5", "1-4:5,6-8:1", "1-4", "1-4:x", "4-1:2", ""):
+        with pytest.raises(PLDError):
+            bench.parse_schedule(bad)
 
 
-def test_a_missing_model_is_one_line(bench, monkeypatch, capsys):
+def test_rounds_interleave_every_method_and_rotate_who_goes_first(bench):
+    kept = bench.schedule(["A", "B", "C"], [1, 4], 3, kept=True)
+    assert [(s.method, s.batch) for s in kept[:6]] == [("A", 1), ("B", 1), ("C", 1), ("A", 4), ("B", 4), ("C", 4)]
+    assert [s.method for s in kept if s.round == 1 and s.batch == 1] == ["B", "C", "A"]
+    assert [s.method for s in kept if s.round == 2 and s.batch == 4] == ["C", "A", "B"]
+    assert len(kept) == 18 and len(set(kept)) == 18  # every method at every batch in every round, once
+    restarted = bench.schedule(["A", "B"], [1, 4], 2, kept=False)
+    assert [(s.round, s.method, s.batch) for s in restarted] == [
+        (0, "A", 1), (0, "A", 4), (0, "B", 1), (0, "B", 4), (1, "B", 1), (1, "B", 4), (1, "A", 1), (1, "A", 4)]
+
+
+def test_engines_are_kept_only_where_they_fit(bench):
+    gib = 2 ** 30
+    assert bench.keep_engines("auto", 6, 2 * gib, 14 * gib, margin=3 * gib)
+    assert not bench.keep_engines("auto", 6, 3 * gib, 14 * gib, margin=3 * gib)
+    assert bench.keep_engines("kept", 6, 9 * gib, 1 * gib) and not bench.keep_engines("restart", 1, 0, 99 * gib)
+    # fp32 SmolLM2-135M: 30 layers x 3 KV heads x 64 x 2 x 4 bytes = 46,080 bytes a token
+    config = {"num_hidden_layers": 30, "num_key_value_heads": 3, "num_attention_heads": 9, "head_dim": 64,
+              "hidden_size": 576}
+    got = bench.kv_cache_bytes(config, [100, 300, 200], batch=2, extra_tokens=50)
+    assert got >= 1.25 * (300 + 200 + 100) * 46080 and got % 2 ** 20 == 0
+
+
+def test_a_verdict_only_where_the_ranges_do_not_overlap(bench):
+    assert bench.verdict([10, 11, 12], [8, 9, 9.5]) == "faster"
+    assert bench.verdict([8, 9, 9.5], [10, 11, 12]) == "slower"
+    assert bench.verdict([10, 11, 12], [9, 10.5, 11]) == "within noise"
+    assert bench.verdict([10], [8, 9]) is None  # one round: no spread to judge by
+    s = bench.Spread.of([3.0, 1.0, 2.0, 10.0])
+    assert (s.median, s.lo, s.hi, s.n) == (2.5, 1.0, 10.0, 4) and s.text() == "1.0-10.0"
+    q = bench.quartiles([0.0, 1.0, 2.0, 3.0, 4.0])
+    assert (q.median, q.lo, q.hi) == (2.0, 1.0, 3.0)
+
+
+class Metrics:
+    """vLLM's RequestSpecDecodeMetrics, as much of it as the benchmark reads."""
+
+    def __init__(self, histogram, drafted):
+        self.histogram, self.drafted = histogram, drafted
+
+    def to_dict(self):
+        return {"num_spec_steps": sum(self.histogram), "num_draft_tokens": self.drafted,
+                "num_accepted_draft_tokens": sum(j * c for j, c in enumerate(self.histogram)),
+                "acceptance_histogram": self.histogram}
+
+
+def test_per_request_metrics_sum_to_the_measurements_counters(bench):
+    a = bench.request_record("p/0", SimpleNamespace(token_ids=[1] * 10, spec_decode_metrics=Metrics([1, 2, 0, 1], 12)))
+    b = bench.request_record("p/1", SimpleNamespace(token_ids=[1] * 4, spec_decode_metrics=Metrics([3, 0, 0, 0], 3)))
+    plain = bench.request_record("p/0", SimpleNamespace(token_ids=[1] * 10, spec_decode_metrics=None))
+    assert a == {"prompt": "p/0", "tokens": 10, "spec_steps": 4, "draft_tokens": 12, "accepted_tokens": 5,
+                 "histogram": [1, 2, 0, 1], "acceptance": 5 / 12}
+    assert b["acceptance"] == 0 and plain == {"prompt": "p/0", "tokens": 10}
+    # node 0 accepted in the 3 steps with >= 1 accepted, node 1 in 1, node 2 in 1
+    assert bench.accepted_by_position([1, 2, 0, 1]) == [3, 1, 1]
+    assert bench.totals([a, b, plain]) == {"drafts": 7, "draft_tokens": 15, "accepted_tokens": 5,
+                                           "accepted_per_position": [3, 1, 1]}
+    assert bench.totals([plain]) == {"drafts": 0, "draft_tokens": 0, "accepted_tokens": 0,
+                                     "accepted_per_position": []}
+
+
+def test_outputs_are_compared_with_plain_decoding_in_the_same_round_and_summarized(bench):
+    M = bench.Measurement
+    prompts = [bench.BenchPrompt("p/0", [1]), bench.BenchPrompt("p/1", [2])]
+    rows = [M("none", 4, 0, 100, 10.0, 10.0, load_before=1.0), M("ours", 4, 0, 100, 5.0, 20.0, load_before=1.5),
+            M("none", 4, 1, 100, 8.0, 12.5, load_before=2.0), M("ours", 4, 1, 100, 4.0, 25.0, load_before=2.5,
+                                                                  drafts=10, draft_tokens=30, accepted_tokens=15)]
+    outputs = {("none", 4, 0): [[5], [6]], ("ours", 4, 0): [[5], [6]],
+               ("none", 4, 1): [[5], [6]], ("ours", 4, 1): [[5], [7]]}
+    records = [{"method": "ours", "batch": 4, "round": 1, "prompt": "p/1", "acceptance": 0.5},
+               {"method": "ours", "batch": 4, "round": 1, "prompt": "p/0", "acceptance": 1.0},
+               {"method": "none", "batch": 4, "round": 1, "prompt": "p/0"}]
+    bench.compare(rows, records, outputs, prompts)
+    assert (rows[1].same_as_none, rows[3].same_as_none, rows[3].differing) == (2, 1, ["p/1"])
+    assert [r.get("same_as_none") for r in records] == [False, True, None]
+    none, ours = bench.summarize(rows, records)
+    assert none.method == "none" and none.ratio is None and none.vs_none is None
+    assert ours.tokens_per_s.median == 22.5 and ours.ratio.lo == 2.0 and ours.ratio.hi == 2.0
+    assert ours.vs_none == "faster" and (ours.same_as_none, ours.compared) == (3, 4)
+    assert ours.request_acceptance.median == 0.75 and ours.load.text() == "1.5-2.5"
+    text = bench.table([none, ours])
+    assert "22.5" in text and "2.00" in text and "faster" in text and "3/4" in text and "75 (62-88)" in text
+    assert bench.versus(rows, ["ours"], ["none"]) == [(4, "ours", "none", "faster")]
+
+
+def test_cpu_lists(bench):
+    assert bench.cpu_list("0-2,5") == [0, 1, 2, 5] and bench.cpu_list("0-1|2-3") == [0, 1, 2, 3]
+
+
+def test_user_mistakes_are_one_line(bench, monkeypatch, capsys):
     monkeypatch.delenv(bench.MODEL_ENV, raising=False)
     assert bench.main(["--quick"]) == 2
     assert capsys.readouterr().err.strip().startswith("error: no model: set PLD_LAB_MODEL_DIR")
+    assert bench.main(["--model", str(ROOT), "--ngram-schedule", "2-4:1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --ngram-schedule") and "\n" not in err
