@@ -1,16 +1,18 @@
-"""What every command-line tool here shares: one-line errors, exit codes, quiet libraries, the options
-for the user's own prompts."""
+"""What every command-line tool here shares: one-line errors (argparse's included, with close matches),
+exit codes, quiet libraries, the options for the user's own prompts."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import os
 import sys
-from typing import Callable
+from typing import Callable, NoReturn, Sequence
 
 from experiments.benchmarks.untrusted import clean
 from lookup.errors import PLDError
+from lookup.registry import unknown_name
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -34,6 +36,52 @@ def guarded(main: Callable[..., int | None]) -> Callable[..., int]:
             return EXIT_INTERRUPTED
 
     return wrapper
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose mistakes are one line, as every other error here is, and name what was meant:
+    ``error: compare.py: unrecognized argument --max-tokens; did you mean --max-new-tokens? (--help
+    lists the options)`` rather than the whole usage. A wrong choice (``--wandb of``, a subcommand)
+    lists the close choices; subcommands' parsers are of this class too. Exits 2, as argparse does."""
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(self._unrecognized(extras, namespace))
+        return namespace
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        if action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(action, unknown_name("choice", str(value), map(str, action.choices)))
+
+    def _unrecognized(self, extras: Sequence[str], namespace: argparse.Namespace) -> str:
+        """"unrecognized argument --x; did you mean --y?" for each flag among ``extras`` (the options
+        of the subcommand chosen count too). Words after a wrong flag are most likely its value, so
+        they are named only when no flag was wrong."""
+        flags = [e.split("=", 1)[0] for e in extras if e.startswith("-") and e != "-"]
+        if not flags:
+            return f"unexpected argument{'s' if len(extras) > 1 else ''} {' '.join(extras)}"
+        options = self._option_names(namespace)
+        parts = []
+        for flag in flags:
+            close = difflib.get_close_matches(flag, options, n=2, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            parts.append(f"unrecognized argument {flag}{hint}")
+        return "; ".join(parts)
+
+    def _option_names(self, namespace: argparse.Namespace) -> list[str]:
+        """This parser's long options, and those of the subcommand ``namespace`` chose."""
+        names = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(namespace, action.dest, None) or "")
+                if isinstance(chosen, ArgumentParser):
+                    names += chosen._option_names(namespace)
+        return sorted(set(names))
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {self.prog}: {clean(message, ERROR_CHARS)} (--help lists the options)", file=sys.stderr)
+        self.exit(EXIT_USAGE)
 
 
 def add_prompt_file_options(parser: argparse.ArgumentParser) -> None:

@@ -4,6 +4,7 @@
     python experiments/compare.py --drafters none,unfold --prompts 3 --max-new-tokens 256
     python experiments/compare.py --temperature 0.7 --top-p 0.9 --seed 1
     python experiments/compare.py --replay --full      # every recorded trace, no model: seconds
+    python experiments/compare.py --replay --csv rows.csv   # the rows as a table too (or --parquet PATH)
 
 Every (prompt, method) result is appended to a JSONL file as soon as it is measured; a rerun
 of the same configuration skips what is already there while the code that made it is unchanged.
@@ -17,11 +18,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
 
-from experiments.cli import add_prompt_file_options, guarded, quiet_libraries  # noqa: E402
+from experiments.cli import ArgumentParser, add_prompt_file_options, guarded, quiet_libraries  # noqa: E402
 from lookup.specs import parse_list  # noqa: E402
 
 import lookup  # noqa: E402
-from experiments.reporting.plots import write_plots  # noqa: E402
+from experiments.reporting.export import FORMATS, check_writable  # noqa: E402
+from experiments.reporting.plots import plot_folder, write_plots  # noqa: E402
+from experiments.reporting.summary import oracle_speedups  # noqa: E402
 from experiments.reporting.tables import report  # noqa: E402
 from experiments.reporting.wandb_log import log_comparison, resolve_mode  # noqa: E402
 from experiments.running.live import Comparison  # noqa: E402
@@ -31,7 +34,7 @@ DEFAULT_METHODS = "hf-greedy,hf-lookup,none,unfold"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--drafters", default=None,
                    help=f"comma-separated methods: drafter names (with :key=value params) or hf-greedy, hf-lookup "
                         f"(default: {DEFAULT_METHODS} plus every other registered drafter)")
@@ -57,7 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--traces", default=None,
                    help="trace folder for --replay (default: the shipped benchmark of the embedded model)")
     p.add_argument("--wandb", default=None, choices=["online", "offline", "off"],
-                   help="W&B logging (default: online when logged in, else offline; never blocks)")
+                   help="W&B logging (default: online when logged in, offline when WANDB_MODE=offline, else off; "
+                        "never blocks; runs go under $WANDB_DIR when set, else the results folder)")
+    p.add_argument("--csv", default=None, metavar="PATH", help="also write this comparison's rows to a CSV file")
+    p.add_argument("--parquet", default=None, metavar="PATH",
+                   help="also write this comparison's rows to a Parquet file (needs pyarrow or pandas)")
     return p
 
 
@@ -71,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     quiet_libraries()
     mode = resolve_mode(args.wandb)  # before any work: a bad value is a one-line error
+    exports = {fmt: getattr(args, fmt) for fmt in FORMATS if getattr(args, fmt)}
+    for fmt, path in exports.items():  # so is a missing parquet library, before the work rather than after
+        check_writable(fmt, path)
     methods = parse_list(args.drafters) if args.drafters else default_methods()
     if args.replay and not args.drafters:  # traces stand in for the model: transformers' references need it
         methods = [m for m in methods if replayable_spec(m)]
@@ -81,7 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     comparison.run()
     print(report(comparison))
     rows = list(comparison.rows.values())
-    plots = write_plots(rows, Path(args.results) / f"plots-{comparison.experiment}")
+    for fmt, path in exports.items():
+        print(f"rows ({fmt}): {FORMATS[fmt](rows, path)}")
+    # the oracle needs the traces: known on a replay, not on a live run
+    oracle = oracle_speedups((case, comparison.profile or s.profile) for s in comparison.sets for case in s.cases) \
+        if args.replay else None
+    plots = write_plots(rows, plot_folder(args.results, comparison.experiment, comparison.order), oracle=oracle)
     if plots:
         print(f"plots: {', '.join(str(p) for p in plots)}")
     log_comparison(rows, mode=mode, group=comparison.experiment, plots=plots, out_dir=Path(args.results))

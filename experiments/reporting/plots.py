@@ -1,19 +1,26 @@
 """Plots of result rows: PNG files, no display.
 
-    paths = write_plots(rows, out_dir)   # speedup_by_category.png, accepted_lengths.png, tau_vs_context.png
+    folder = plot_folder(results, experiment, methods)   # plots-<experiment>-<methods>: one per comparison
+    paths = write_plots(rows, folder, oracle=oracle)     # speedup_by_category.png, accepted_lengths.png, tau_vs_context.png
     path = write_loss_plot(losses, out_dir / "oracle_gap.png")   # where drafters lose time to the oracle
 
 Every plot is optional: a plot whose data is missing (no drafter rows, no per-step records, a
 single method...) is skipped rather than drawn empty, and only the files written are returned.
-Aggregates come from ``experiments.reporting.summary``, as the tables' and W&B's do.
+Aggregates come from ``experiments.reporting.summary`` and numbers are printed as the tables print
+them (``tables.fmt``), so a legend and a table never disagree.
+
+Readable at normal zoom: no figure is wider than ``MAX_WIDTH_IN`` at ``DPI`` (1,500 px); more
+bars than fit wrap into further rows of panels. A method has one colour in every plot of every
+run (``method_colors``), whatever else is compared beside it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import matplotlib
 
@@ -23,30 +30,70 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from experiments.reporting.summary import (ALL, by_method_and_group, est_speedup_of, group_order,  # noqa: E402
-                                           is_drafter, method_order, speedup_of)
+                                           is_drafter, method_order, speedup_of, summarize)
+from experiments.reporting.tables import fmt  # noqa: E402
 from experiments.running.explain import PARTS, Loss  # noqa: E402
 from experiments.running.rows import CaseResult  # noqa: E402
+from experiments.running.store import config_hash  # noqa: E402
 
 DPI = 120
+#: the widest figure, in inches (x DPI = 1,500 px): wider ones are unreadable at normal zoom
+MAX_WIDTH_IN = 12.5
+#: bars per row of panels before the groups wrap into another row
+MAX_BARS_PER_ROW = 48
+#: the cost-aware oracle's bars: no method's colour, hatched
+ORACLE_LABEL = "oracle (knows the answer)"
+ORACLE_STYLE = dict(color="#d9d9d9", hatch="///", edgecolor="#7f7f7f", linewidth=0.5)
+
+#: our own methods keep these colours (tab10) in every plot; they must never trade places
+FIXED_COLORS = {
+    "adaptive": "#1f77b4", "suffix-automaton": "#ff7f0e", "voting": "#2ca02c", "recycling": "#d62728",
+    "unfold": "#9467bd", "none": "#8c564b", "hf-lookup": "#e377c2", "hf-greedy": "#7f7f7f",
+}
+#: every other method (a peer, a spec with parameters, your drafter file) hashes into these
+HASHED_COLORS = ("#bcbd22", "#17becf", *(matplotlib.colors.to_hex(c) for c in plt.get_cmap("tab20b").colors),
+                 *(matplotlib.colors.to_hex(c) for c in plt.get_cmap("tab20c").colors[:16]))
 
 
 # -- plots -----------------------------------------------------------------------------------------
-def write_plots(rows: Sequence[CaseResult], out_dir: str | Path) -> list[Path]:
-    """Write every plot the rows support into ``out_dir``; return the paths written (maybe none)."""
+def plot_folder(results: str | Path, experiment: str, methods: Sequence[str]) -> Path:
+    """The folder of one comparison's plots: keyed by everything that changes them, the experiment
+    (model, settings, cases) and the methods drawn, so another ``--drafters`` list never
+    overwrites earlier plots."""
+    return Path(results) / f"plots-{experiment}-{config_hash({'methods': list(methods)})[:8]}"
+
+
+def write_plots(rows: Sequence[CaseResult], out_dir: str | Path,
+                oracle: Mapping[str, float] | None = None) -> list[Path]:
+    """Write every plot the rows support into ``out_dir``; return the paths written (maybe none).
+
+    ``oracle``: the cost-aware oracle's estimated speedup per task group (and ``ALL``), drawn
+    beside the estimates where given (``summary.oracle_speedups`` on a replay's traces)."""
     out_dir = Path(out_dir)
     written = []
     for name, draw in PLOTS.items():
-        fig = draw(rows)
+        fig = draw(rows, oracle=oracle) if name == "speedup_by_category" else draw(rows)
         if fig is None:
             continue
         written.append(save_figure(fig, out_dir / f"{name}.png"))
     return written
 
 
-def _colors(methods: Sequence[str]) -> dict[str, tuple]:
-    """One stable colour per method across all plots (same method, same colour)."""
-    cmap = plt.get_cmap("tab10" if len(methods) <= 10 else "tab20")
-    return {m: cmap(i % cmap.N) for i, m in enumerate(methods)}
+def method_colors(methods: Sequence[str]) -> dict[str, str]:
+    """One colour per method, the same in every plot and run: ours from ``FIXED_COLORS``, any other
+    by a hash of its name into ``HASHED_COLORS``. Two names that hash alike in one plot: the later
+    (in sorted order) takes the next colour free there."""
+    colors = {m: FIXED_COLORS[m] for m in methods if m in FIXED_COLORS}
+    taken = set(colors.values())
+    for m in sorted(set(methods) - set(colors)):
+        i = int(hashlib.sha256(m.encode()).hexdigest(), 16) % len(HASHED_COLORS)
+        for step in range(len(HASHED_COLORS)):
+            color = HASHED_COLORS[(i + step) % len(HASHED_COLORS)]
+            if color not in taken or step == len(HASHED_COLORS) - 1:
+                break
+        colors[m] = color
+        taken.add(color)
+    return colors
 
 
 def _subtitle(rows: Sequence[CaseResult]) -> str:
@@ -59,69 +106,106 @@ def _subtitle(rows: Sequence[CaseResult]) -> str:
     return ", ".join(bits)
 
 
-def _bar_panel(ax, methods, groups, values: Callable[[str, str], float | None], colors, ylabel: str) -> bool:
-    """Grouped bars: x = group, one bar per method; False when nothing had a value."""
-    width = 0.8 / max(len(methods), 1)
+def _bar_panel(ax, series: Sequence[str], groups: Sequence[str], values: Callable[[str, str], float | None],
+               styles: Mapping[str, dict], ylabel: str) -> list[float]:
+    """Grouped bars: x = group, one bar per series (a method, or the oracle); the values drawn."""
+    width = 0.8 / max(len(series), 1)
     x = np.arange(len(groups))
     seen: list[float] = []
-    label_bars = len(methods) * len(groups) <= 48
-    for i, m in enumerate(methods):
+    label_bars = len(series) * len(groups) <= 48
+    for i, m in enumerate(series):
         ys = [values(m, g) for g in groups]
         ok = [j for j, y in enumerate(ys) if y is not None]
         if not ok:
             continue
         seen += [ys[j] for j in ok]
-        xs = x[ok] + (i - (len(methods) - 1) / 2) * width
-        bars = ax.bar(xs, [ys[j] for j in ok], width, label=m, color=colors[m])
+        xs = x[ok] + (i - (len(series) - 1) / 2) * width
+        bars = ax.bar(xs, [ys[j] for j in ok], width, label=m if m != ORACLE_LABEL else ORACLE_LABEL, **styles[m])
         if label_bars:
-            ax.bar_label(bars, fmt="%.2f", fontsize=6, rotation=90, padding=2)
-    if not seen:
-        return False
-    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+            ax.bar_label(bars, labels=[fmt(float(ys[j])) for j in ok], fontsize=6, rotation=90, padding=2)
+    if seen:
+        ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+        ax.set_xticks(x, groups, rotation=20, ha="right")
+        ax.set_ylabel(ylabel)
+        ax.margins(y=0.18)  # room above the tallest bar for its label, below the title
+        ax.grid(axis="y", alpha=0.3)
+        if groups[-1] == ALL:  # set the pooled group apart
+            ax.axvline(len(groups) - 1.5, color="grey", linewidth=0.8)
+    return seen
+
+
+def _log_if_wide(axes, seen: Sequence[float]) -> bool:
+    """Ratios that span more than 8x go on a log axis, where 0.5x and 2x sit symmetric."""
     positive = [v for v in seen if v > 0]
-    if positive and max(positive) / min(positive) > 8:  # ratios: 0.5x and 2x sit symmetric on a log axis
+    if not positive or max(positive) / min(positive) <= 8:
+        return False
+    for ax in axes:
         ax.set_yscale("log")
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ylabel += " (log scale)"
-    ax.set_xticks(x, groups, rotation=20, ha="right")
-    ax.set_ylabel(ylabel)
-    ax.margins(y=0.12)
-    ax.grid(axis="y", alpha=0.3)
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     return True
 
 
-def plot_speedup_by_category(rows: Sequence[CaseResult]):
-    """Grouped bars of speedup per task group (and of estimated speedup, when rows carry it)."""
+def _rows_of(groups: Sequence[str], series: int) -> list[list[str]]:
+    """``groups`` cut into rows of panels of at most ``MAX_BARS_PER_ROW`` bars each."""
+    per_row = max(1, MAX_BARS_PER_ROW // max(series, 1))
+    rows = math.ceil(len(groups) / per_row)
+    per_row = math.ceil(len(groups) / rows)  # balanced rows
+    return [list(groups[i:i + per_row]) for i in range(0, len(groups), per_row)]
+
+
+def plot_speedup_by_category(rows: Sequence[CaseResult], oracle: Mapping[str, float] | None = None):
+    """Grouped bars of speedup per task group (and of estimated speedup, when rows carry it, with the
+    cost-aware oracle's beside it when ``oracle`` gives it per group); groups wrap into rows."""
     methods = method_order(rows)
     cells = by_method_and_group(rows)
     groups = group_order(rows)
     if not methods or not groups:
         return None
     groups = groups + ([ALL] if len(groups) > 1 else [])
-    colors = _colors(methods)
+    styles = {m: {"color": c} for m, c in method_colors(methods).items()} | {ORACLE_LABEL: ORACLE_STYLE}
     reference = rows[0].config.get("reference") or methods[0]
     subtitle = f" — {_subtitle(rows)}" if _subtitle(rows) else ""
-    # (aggregate, y label, title); a panel is drawn only when some row has its field (replay rows
-    # carry est_speedup but no wall time, live rows the reverse unless a cost profile was applied)
-    panels = [(speedup_of, f"speedup over {reference}\n(total time ratio)", "Speedup by task" + subtitle),
-              (est_speedup_of, "estimated speedup\n(cost profile)",
-               "Estimated speedup by task (from the cost profile)")]
+    oracle = {g: v for g, v in (oracle or {}).items() if g in groups}
+    # (aggregate, y label, title, the oracle's bars too); a panel is drawn only when some row has its
+    # field (replay rows carry est_speedup but no wall time, live rows the reverse unless a cost profile
+    # was applied); the oracle is an estimate under the cost profile, so it sits with the estimates
+    panels = [(speedup_of, f"speedup over {reference}\n(total time ratio)", f"Measured speedup over {reference}", False),
+              (est_speedup_of, "estimated speedup\n(cost profile)", "Estimated speedup (from the cost profile)",
+               bool(oracle))]
     panels = [p for p in panels if any(p[0](cells.get((m, g), [])) is not None for m in methods for g in groups)]
     if not panels:
         return None
-    if len(panels) == 1 and panels[0][0] is est_speedup_of:
-        panels = [(est_speedup_of, panels[0][1], "Estimated speedup by task (from the cost profile)" + subtitle)]
-    width = max(7.0, 2.5 + 0.28 * len(groups) * max(len(methods), 2))  # + room for the legend
-    fig, axes = plt.subplots(len(panels), 1, figsize=(min(width, 22.0), 4.2 * len(panels)), squeeze=False,
-                             sharex=True)
-    for ax, (aggregate, ylabel, title) in zip(axes[:, 0], panels):
-        _bar_panel(ax, methods, groups, lambda m, g, a=aggregate: a(cells.get((m, g), [])), colors, ylabel)
-        ax.set_title(title)
+    lines = _rows_of(groups, len(methods) + bool(oracle))
+    bars = max(len(line) for line in lines) * (len(methods) + bool(oracle))
+    width = min(MAX_WIDTH_IN, max(7.0, 3.0 + 0.22 * bars))
+    fig, axes = plt.subplots(len(panels) * len(lines), 1, figsize=(width, 3.3 * len(panels) * len(lines) + 0.9),
+                             squeeze=False)
+    for p, (aggregate, ylabel, title, with_oracle) in enumerate(panels):
+        series = methods + ([ORACLE_LABEL] if with_oracle else [])
+
+        def value(m, g, a=aggregate):
+            return oracle.get(g) if m == ORACLE_LABEL else a(cells.get((m, g), []))
+
+        panel_axes = [axes[p * len(lines) + r, 0] for r in range(len(lines))]
+        seen = []
+        for r, (ax, line) in enumerate(zip(panel_axes, lines)):
+            seen += _bar_panel(ax, series, line, value, styles, ylabel)
+            ax.set_title(title + (f" ({r + 1} of {len(lines)})" if len(lines) > 1 else ""), fontsize=10)
+        if _log_if_wide(panel_axes, seen):
+            for ax in panel_axes:
+                ax.set_ylabel(ylabel + " (log scale)")
     axes[-1, 0].set_xlabel("task group")
-    if groups[-1] == ALL:  # set the pooled group apart
-        for ax in axes[:, 0]:
-            ax.axvline(len(groups) - 1.5, color="grey", linewidth=0.8)
-    axes[0, 0].legend(title="method", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    handles = {}
+    for ax in axes[:, 0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    fig.suptitle(f"Speedup by task{subtitle}", fontsize=11)
+    fig.legend(handles.values(), handles.keys(), fontsize=8, loc="lower center", ncol=min(len(handles), 4),
+               bbox_to_anchor=(0.5, 0.0), frameon=False)
+    legend_in = (0.1 + 0.17 * math.ceil(len(handles) / 4)) / fig.get_figheight()
+    fig.set_layout_engine("tight", rect=(0, legend_in, 1, 1 - 0.2 / fig.get_figheight()))
     return fig
 
 
@@ -143,36 +227,41 @@ def _drafters(rows: Sequence[CaseResult]) -> dict[str, list[CaseResult]]:
 
 
 def plot_accepted_lengths(rows: Sequence[CaseResult]):
-    """Fraction of steps that accepted k draft tokens, k = 0, 1, ...; one bar series per drafter."""
+    """The share of steps that accepted at least k draft tokens, k = 1, 2, ...: one curve per drafter.
+
+    A falling curve per drafter stays readable however many drafters and lengths there are, where
+    side-by-side bars of each length would not, and it has no gaps where no step accepted exactly k.
+    """
     drafters = _drafters(rows)
     if not drafters:
         return None
-    colors = _colors(method_order(rows))
+    colors = method_colors(method_order(rows))
     series = {}
     for m, rs in drafters.items():
         lengths = np.asarray([a for r in rs for a in r.accepted_lengths], dtype=int)
         lengths = lengths[lengths >= 0]
         if lengths.size:
-            series[m] = lengths
+            series[m] = (lengths, summarize(rs)["mean_accepted"])
     if not series:
         return None
-    top = int(max(s.max() for s in series.values()))
-    ks = np.arange(top + 1)
-    width = 0.8 / len(series)
-    fig, ax = plt.subplots(figsize=(max(7.0, 0.45 * (top + 1) * max(len(series), 2) / 1.5), 4.5))
-    for i, (m, lengths) in enumerate(series.items()):
-        frac = np.bincount(lengths, minlength=top + 1) / lengths.size
-        ax.bar(ks + (i - (len(series) - 1) / 2) * width, frac, width, color=colors[m],
-               label=f"{m} (mean {lengths.mean():.2f}, {lengths.size} steps)")
-    ax.set_xticks(ks)
-    ax.set_yscale("log")  # the long accepts that pay off are rare: keep them visible next to the zeros
-    ax.set_ylim(bottom=0.5 / max(s.size for s in series.values()))
+    top = max(1, int(max(s.max() for s, _ in series.values())))
+    ks = np.arange(1, top + 2)
+    fig, ax = plt.subplots(figsize=(9.0, 4.8))
+    for m, (lengths, mean) in series.items():
+        at_least = (lengths[None, :] >= ks[:, None]).mean(axis=1)  # [top + 1]
+        ax.plot(ks, np.where(at_least > 0, at_least, np.nan), drawstyle="steps-post", linewidth=1.5, color=colors[m],
+                label=f"{m} (mean {fmt(mean)}, {lengths.size:,} steps)")
+    ax.set_xlim(1, top + 1)
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=16))
+    ax.set_yscale("log")  # the long accepts that pay off are rare: keep them visible next to the short ones
+    ax.set_ylim(bottom=0.5 / max(s.size for s, _ in series.values()), top=1.0)
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
-    ax.set_xlabel("draft tokens accepted in a step")
-    ax.set_ylabel("fraction of steps (log scale)")
-    ax.set_title("Accepted draft length per step" + (f" — {_subtitle(rows)}" if _subtitle(rows) else ""))
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.set_xlabel("draft tokens accepted in a step: at least k")
+    ax.set_ylabel("share of steps (log scale)")
+    ax.set_title("Steps that accepted at least k draft tokens" + (f" — {_subtitle(rows)}" if _subtitle(rows) else ""),
+                 fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="upper right")
     return fig
 
 
@@ -204,7 +293,7 @@ def plot_tau_vs_context(rows: Sequence[CaseResult], min_steps: int = 3):
         return None
     pooled = np.concatenate([c for c, _ in steps.values()])
     edges = context_bins(pooled)
-    colors = _colors(method_order(rows))
+    colors = method_colors(method_order(rows))
     fig, ax = plt.subplots(figsize=(8, 4.5))
     drawn = False
     for m, (ctx, acc) in steps.items():
@@ -217,7 +306,8 @@ def plot_tau_vs_context(rows: Sequence[CaseResult], min_steps: int = 3):
                 ys.append(float(acc[sel].mean()) + 1.0)
         if xs:
             drawn = True
-            ax.plot(xs, ys, marker="o", color=colors[m], label=f"{m} (tau {float(acc.mean()) + 1:.2f})")
+            # the legend's tau is the table's: tokens / forwards, printed as the table prints it
+            ax.plot(xs, ys, marker="o", color=colors[m], label=f"{m} (tau {fmt(summarize(drafters[m])['tau'])})")
     if not drawn:
         plt.close(fig)
         return None
@@ -226,13 +316,13 @@ def plot_tau_vs_context(rows: Sequence[CaseResult], min_steps: int = 3):
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("context length (tokens, log scale; bins pooled over prompts)")
     ax.set_ylabel("tokens committed per forward")
-    ax.set_title("tau vs context length" + (f" — {_subtitle(rows)}" if _subtitle(rows) else ""))
+    ax.set_title("tau vs context length" + (f" — {_subtitle(rows)}" if _subtitle(rows) else ""), fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     return fig
 
 
-PLOTS: dict[str, Callable[[Sequence[CaseResult]], "plt.Figure | None"]] = {
+PLOTS: dict[str, Callable[..., "plt.Figure | None"]] = {
     "speedup_by_category": plot_speedup_by_category,
     "accepted_lengths": plot_accepted_lengths,
     "tau_vs_context": plot_tau_vs_context,
@@ -240,35 +330,51 @@ PLOTS: dict[str, Callable[[Sequence[CaseResult]], "plt.Figure | None"]] = {
 
 
 def write_loss_plot(losses: dict[str, dict[str, Loss]], path: str | Path) -> Path | None:
-    """Stacked bars: per task group (columns of panels) and drafter (bars), the gap to the oracle
-    split into its parts, as a share of plain decoding's time (so groups compare). None when empty."""
+    """:func:`plot_losses` as a PNG at ``path``; None when there is nothing to draw."""
+    fig = plot_losses(losses)
+    return None if fig is None else save_figure(fig, path)
+
+
+def plot_losses(losses: dict[str, dict[str, Loss]]):
+    """Stacked horizontal bars: a panel per task group (at most 3 side by side), a bar per drafter,
+    the gap to the oracle split into its parts, as a share of plain decoding's time (so groups
+    compare). Drafter names are the bars' labels, level: no text is rotated. None when empty."""
     drafters = list(losses)
     if not drafters:
         return None
     groups = list(next(iter(losses.values())))
     colors = dict(zip(PARTS, plt.get_cmap("tab10").colors))
-    fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(groups) * max(len(drafters), 1) + 2), 4.8))
-    width = 0.8 / len(drafters)
-    for d, drafter in enumerate(drafters):
-        xs = np.arange(len(groups)) + (d - (len(drafters) - 1) / 2) * width
-        bottom_pos, bottom_neg = np.zeros(len(groups)), np.zeros(len(groups))
+    cols = min(3, len(groups))
+    nrows = math.ceil(len(groups) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(min(MAX_WIDTH_IN, 2.2 + 3.4 * cols),
+                                                   nrows * (0.8 + 0.32 * len(drafters)) + 1.0),
+                             squeeze=False, sharex=True, sharey=True)
+    ys = np.arange(len(drafters))
+    for k, group in enumerate(groups):
+        ax = axes[k // cols, k % cols]
+        left_pos, left_neg = np.zeros(len(drafters)), np.zeros(len(drafters))
         for part in PARTS:
-            share = np.array([losses[drafter][g].parts[part] / losses[drafter][g].plain
-                              if losses[drafter][g].plain else 0.0 for g in groups])
-            base = np.where(share >= 0, bottom_pos, bottom_neg)
-            ax.bar(xs, share, width * 0.95, bottom=base, color=colors[part], label=part if d == 0 else None,
-                   edgecolor="white", linewidth=0.4)
-            bottom_pos += np.maximum(share, 0)
-            bottom_neg += np.minimum(share, 0)
-        for x, top in zip(xs, bottom_pos):
-            ax.text(x, top, drafter, rotation=90, fontsize=7, ha="center", va="bottom")
-    ax.set_xticks(np.arange(len(groups)), groups, rotation=20, ha="right")
-    ax.set_ylabel("time lost to the oracle / plain decoding's time")
-    ax.set_title("where drafters lose time against the cost-aware oracle")
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8, ncol=len(PARTS))
-    return save_figure(fig, path)
+            share = np.array([losses[d][group].parts[part] / losses[d][group].plain if losses[d][group].plain
+                              else 0.0 for d in drafters])
+            base = np.where(share >= 0, left_pos, left_neg)
+            ax.barh(ys, share, 0.7, left=base, color=colors[part], label=part if k == 0 else None,
+                    edgecolor="white", linewidth=0.4)
+            left_pos += np.maximum(share, 0)
+            left_neg += np.minimum(share, 0)
+        ax.set_yticks(ys, drafters, fontsize=8)
+        ax.set_title(group, fontsize=9)
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.grid(alpha=0.3, axis="x")
+    axes[0, 0].invert_yaxis()  # the first drafter on top, as in the table (the y axis is shared: once)
+    for k in range(len(groups), nrows * cols):
+        axes[k // cols, k % cols].set_visible(False)
+    for ax in axes[-1, :]:
+        ax.set_xlabel("time lost to the oracle / plain decoding's time", fontsize=8)
+    fig.suptitle("Where drafters lose time against the cost-aware oracle", fontsize=11)
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), fontsize=8, ncol=len(PARTS), loc="lower center",
+               bbox_to_anchor=(0.5, 0.0), frameon=False)
+    fig.set_layout_engine("tight", rect=(0, 0.4 / fig.get_figheight(), 1, 1 - 0.35 / fig.get_figheight()))
+    return fig
 
 
 def write_signal_plot(curves: dict[str, list[tuple[float, float]]], path: str | Path) -> Path | None:
@@ -291,11 +397,13 @@ def write_signal_plot(curves: dict[str, list[tuple[float, float]]], path: str | 
 
 
 def save_figure(fig, path: str | Path) -> Path:
-    """Write ``fig`` as a PNG at ``path`` (creating its folder) and close it, even on failure."""
+    """Write ``fig`` as a PNG at ``path`` (creating its folder) and close it, even on failure. A
+    figure without a layout of its own (room kept for a figure legend) is laid out tight."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fig.tight_layout()
+        if fig.get_layout_engine() is None:
+            fig.tight_layout()
         fig.savefig(path, dpi=DPI)
     finally:
         plt.close(fig)

@@ -3,6 +3,7 @@
     s = summarize(rows)                         # one method's rows, on one group or all
     cells = by_method_and_group(rows)           # {(method, group): rows}, plus (method, "all")
     share = oracle_gain(score, oracle_score)    # the share of the oracle's gain an entry reaches
+    ceiling = oracle_speedups(cases)            # {group: the cost-aware oracle's estimated speedup}
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import math
 from collections import defaultdict
 from typing import Iterable, Sequence
 
-from experiments.benchmarks.prompts import ALL  # noqa: F401  (re-exported: the pooled group's name)
+from experiments.benchmarks.prompts import ALL, group_of
+from experiments.benchmarks.traces import TraceCase
+from experiments.running.oracle import cost_aware_oracle_times
 from experiments.running.rows import CaseResult
-
+from lookup.cost import CostProfile
 
 
 def method_order(rows: Iterable[CaseResult]) -> list[str]:
@@ -66,6 +69,22 @@ def oracle_gain(score: float | None, oracle: float | None) -> float | None:
     if score is None or oracle is None or oracle <= 1:
         return None
     return (score - 1) / (oracle - 1)
+
+
+def oracle_speedups(cases: Iterable[tuple[TraceCase, CostProfile]], with_prefill: bool = True) -> dict[str, float]:
+    """The cost-aware oracle's estimated speedup per task group and over all (``ALL``), on the
+    traces ``cases`` (each with the profile that prices it): pooled as :func:`est_speedup_of` pools
+    rows, total plain seconds over total oracle seconds, with each prompt's prefill on both sides
+    when ``with_prefill``, as a replay's estimates have it (the board rates the decoding phase)."""
+    plain: dict[str, float] = defaultdict(float)
+    best: dict[str, float] = defaultdict(float)
+    for case, profile in cases:
+        decode_plain, decode_best = cost_aware_oracle_times(case, profile)
+        prefill = profile.prefill_cost(len(case.prompt)) if with_prefill else 0.0
+        for group in (group_of(case.category, case.case, case.turn), ALL):
+            plain[group] += prefill + decode_plain
+            best[group] += prefill + decode_best
+    return {group: plain[group] / best[group] for group in plain if best[group] > 0}
 
 
 def summarize(rows: Sequence[CaseResult]) -> dict:

@@ -3,15 +3,20 @@
     mode = resolve_mode(args.wandb)                      # "online" | "offline" | "off"
     log_comparison(rows, mode=mode, group=experiment, plots=write_plots(rows, out), out_dir=results_dir)
 
+Only when asked: ``--wandb online|offline``, ``WANDB_MODE=offline``, or being logged in to W&B
+(then online); otherwise nothing is logged and nothing is imported.
+
 One run per (method, task group), all runs of an experiment in one W&B group, with
 ``job_type`` = task group and name ``method/group``: filter by job type in the UI and the
-drafters sit side by side. Each run holds the method's parameters and the decoding settings
+drafters sit side by side. Run ids, and so the local run folders, carry the same name and the
+experiment: ``offline-run-<time>-adaptive-code-edit-<experiment>-<6 hex digits>``. Each run holds the method's parameters and the decoding settings
 as config, a per-prompt table, a histogram of accepted draft lengths and the aggregate metrics
 (the same ``summary.summarize`` the tables and plots use) as its summary. One more run named ``summary``
 holds the methods x groups comparison table and the plots.
 
-No network is needed: offline runs are written under ``out_dir/wandb`` (upload later with
-``wandb sync``); an online run that cannot reach the server within ``INIT_TIMEOUT_S`` falls
+No network is needed: offline runs are written under ``$WANDB_DIR/wandb`` when the user set
+``WANDB_DIR``, else under ``out_dir/wandb`` (upload later with ``wandb sync``; the folder is
+printed either way); an online run that cannot reach the server within ``INIT_TIMEOUT_S`` falls
 back to offline with a one-line warning on stderr. Logging never raises: the JSONL already
 holds the results, and a W&B hiccup must not throw away an hour of measurements.
 """
@@ -21,6 +26,8 @@ from __future__ import annotations
 import contextlib
 import netrc
 import os
+import re
+import secrets
 import sys
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -70,8 +77,10 @@ def logged_in() -> bool:
 def resolve_mode(mode: str | None) -> str:
     """"online" | "offline" | "off" (case-insensitive); None picks one without touching the network.
 
-    None honours WANDB_MODE when it says offline/dryrun ("offline") or disabled ("off"); otherwise
-    it is "online" when credentials are configured (see ``logged_in``) and "offline" when not.
+    None logs only when the user asked for it: WANDB_MODE offline/dryrun gives "offline", disabled
+    "off"; otherwise "online" when credentials are configured (see ``logged_in``: a logged-in user
+    wants their runs on W&B) and "off" when not. A W&B run costs seconds each, so logging by default
+    would slow every comparison down for a view nobody asked for.
     """
     if mode is None:
         env = (os.environ.get("WANDB_MODE") or "").strip().lower()
@@ -79,7 +88,7 @@ def resolve_mode(mode: str | None) -> str:
             return "offline"
         if env == "disabled":
             return "off"
-        return "online" if logged_in() else "offline"
+        return "online" if logged_in() else "off"
     if not isinstance(mode, str) or mode.strip().lower() not in MODES:
         raise PLDError(f"W&B mode must be one of {', '.join(MODES)}; got {mode!r}")
     return mode.strip().lower()
@@ -166,16 +175,40 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip(": ")
 
 
+def run_id(name: str, group: str) -> str:
+    """A W&B run id that says what the run is (its local folder is named by it): ``name`` and
+    ``group`` made safe (letters, digits, ``_`` and ``-``) and 6 random hex digits, so that a rerun
+    never resumes an earlier run; at most 64 characters. ``adaptive:history=true/code-edit`` ->
+    ``adaptive-history-true-code-edit-<group>-<hex>``."""
+    tail = f"-{_safe(group)[:24]}-{secrets.token_hex(3)}"
+    return (_safe(name) or "run")[: 64 - len(tail)].rstrip("-") + tail
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")
+
+
+def wandb_dir(out_dir: Path | None) -> Path | None:
+    """Where runs are written: the user's ``WANDB_DIR`` when set, else ``out_dir`` (both hold a
+    ``wandb/`` folder); None: wandb's own default (./wandb)."""
+    env = os.environ.get("WANDB_DIR")
+    return Path(env).expanduser() if env else out_dir
+
+
 class _Session:
     """Starts runs in one mode; the first online failure switches this and every later run to offline."""
 
     def __init__(self, wandb, mode: str, project: str, group: str, out_dir: Path | None) -> None:
-        self.wandb, self.mode, self.project, self.group, self.out_dir = wandb, mode, project, group, out_dir
+        self.wandb, self.mode, self.project, self.group = wandb, mode, project, group
+        self.out_dir = wandb_dir(out_dir)
         self.dirs: list[str] = []
+        self.urls: list[str] = []
 
     def _init(self, mode: str, **kwargs):
         settings = self.wandb.Settings(init_timeout=INIT_TIMEOUT_S, silent=True, console="off",
                                        disable_git=True, save_code=False)
+        if self.out_dir is not None:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
         return self.wandb.init(project=self.project, group=self.group, mode=mode,
                                dir=str(self.out_dir) if self.out_dir else None,
                                reinit="create_new", settings=settings, **kwargs)
@@ -192,7 +225,7 @@ class _Session:
         return self._init("offline", **kwargs)
 
     def log(self, *, name: str, job_type: str, config: dict, data: dict, summary: dict) -> None:
-        run = self.start(name=name, job_type=job_type, config=config)
+        run = self.start(name=name, id=run_id(name, self.group), job_type=job_type, config=config)
         try:
             if data:
                 run.log(data)
@@ -200,17 +233,32 @@ class _Session:
         finally:
             run.finish()
         self.dirs.append(str(Path(run.dir).parent))
+        if self.mode == "online" and getattr(run, "url", None):
+            self.urls.append(run.url)
+
+    def report(self) -> None:
+        """One line on stderr: how many runs, where their folders are, how to upload offline ones."""
+        if not self.dirs:
+            return
+        root = Path(self.dirs[0]).parent
+        if self.mode == "offline":
+            where = f"upload with: wandb sync {root}/offline-run-*"
+        else:
+            where = f"first at {self.urls[0]}" if self.urls else "online"
+        print(f"W&B: {len(self.dirs)} {self.mode} runs of group {self.group} in {root}; {where}",
+              file=sys.stderr, flush=True)
 
 
 def log_comparison(rows: Sequence[CaseResult], *, mode: str | None, project: str = "pld-lab", group: str,
                    plots: Sequence[Path] = (), out_dir: Path | None = None) -> list[str]:
     """Log ``rows`` (result rows of one comparison) to W&B; return the local run folders written.
 
-    ``mode`` goes through ``resolve_mode`` (None = online if logged in, else offline); "off" or no
+    ``mode`` goes through ``resolve_mode`` (None = online if logged in, else off); "off" or no
     rows log nothing. ``group`` names the W&B group (use the experiment hash); ``plots`` are PNGs
     (``plots.write_plots``) logged as images in the ``summary`` run; ``out_dir`` is where wandb
-    writes (``out_dir/wandb/...``; None = wandb's default, $WANDB_DIR or ./wandb). Never raises
-    for W&B trouble: it warns on stderr in one line and returns the runs logged so far.
+    writes (``out_dir/wandb/...``) unless the user set ``WANDB_DIR`` (None: wandb's default,
+    ./wandb). Prints the runs' folder in one line. Never raises for W&B trouble: it warns on
+    stderr in one line and returns the runs logged so far.
     """
     mode = resolve_mode(mode)
     rows = list(rows)
@@ -219,9 +267,7 @@ def log_comparison(rows: Sequence[CaseResult], *, mode: str | None, project: str
     if mode == "online" and not logged_in():  # wandb would prompt for a key (and block) on a terminal
         _warn("not logged in (no WANDB_API_KEY, no .netrc entry); logging offline instead")
         mode = "offline"
-    if out_dir is not None:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = None if out_dir is None else Path(out_dir)
     with _quiet():
         try:
             import wandb
@@ -235,10 +281,7 @@ def log_comparison(rows: Sequence[CaseResult], *, mode: str | None, project: str
             raise
         except Exception as exc:
             _warn(f"logging stopped after {len(session.dirs)} runs ({_first_line(exc)})")
-    if session.dirs and session.mode == "offline":
-        root = Path(session.dirs[0]).parent
-        print(f"W&B: {len(session.dirs)} offline runs in {root}; upload with: wandb sync {root}/offline-run-*",
-              file=sys.stderr, flush=True)
+    session.report()
     return session.dirs
 
 

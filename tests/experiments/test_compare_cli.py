@@ -21,7 +21,9 @@ import compare  # noqa: E402
         (["--tasks", "sumarization"], "did you mean 'summarization'"),
         (["--model", "./no/such/model", "--drafters", "none"], "model not found"),
         (["--drafters", "unfold:max_ngram_size"], "key=value"),
-        (["--drafters", "unfold:bogus=1"], "unexpected keyword"),
+        (["--drafters", "unfold:bogus=1"], "unknown parameter 'bogus'"),
+        (["--drafters", "suffix-automaton:max_token=8"], "did you mean 'max_tokens'"),
+        (["--drafters", "suffix-automaton:max_tokens=eight"], "max_tokens must be int, e.g. max_tokens=16"),
         (["--top-p", "0"], "top-p"),
         (["--drafters", "none,./no/such/drafter.py"], "no drafter file"),
         (["--device", "tpu9"], "not a torch device"),
@@ -34,6 +36,44 @@ def test_bad_input_is_one_line_and_exit_2(argv, match, capsys, tmp_path):
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith("error: ")
     assert match in err
+
+
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["--max-tokens", "48"], "unrecognized argument --max-tokens; did you mean --max-new-tokens?"),
+        (["--max-tokens=48"], "unrecognized argument --max-tokens; did you mean --max-new-tokens?"),
+        (["--zzzz"], "unrecognized argument --zzzz (--help"),
+        (["--replay", "extra"], "unexpected argument extra"),
+        (["--wandb", "of"], "argument --wandb: unknown choice 'of'; did you mean 'off', 'offline'?"),
+        (["--prompts", "x"], "argument --prompts: invalid int value: 'x'"),
+    ],
+)
+def test_argparse_mistakes_are_one_line_with_close_matches(argv, expected, capsys):
+    with pytest.raises(SystemExit) as info:
+        compare.main(argv)
+    err = capsys.readouterr().err.strip()
+    assert info.value.code == 2
+    assert err.splitlines() == [err] and err.startswith("error: ") and expected in err
+    assert "usage:" not in err
+
+
+def test_a_subcommands_options_are_suggested_for_a_wrong_flag_after_it(capsys):
+    from experiments.cli import ArgumentParser
+
+    parser = ArgumentParser(prog="tool.py")
+    parser.add_argument("--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("submit").add_argument("--params")
+    sub.add_parser("show")
+    assert parser.parse_args(["submit", "--params", "k=1"]).params == "k=1"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["submit", "--parms", "k=1"])
+    assert capsys.readouterr().err.strip() == ("error: tool.py: unrecognized argument --parms; did you mean --params? "
+                                               "(--help lists the options)")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["sumbit"])
+    assert "unknown choice 'sumbit'; did you mean 'submit'?" in capsys.readouterr().err
 
 
 @pytest.mark.model
@@ -75,21 +115,55 @@ def test_a_live_stream_serves_every_case_with_one_drafter_and_runs_them_all_agai
 
 
 def test_a_drafter_file_with_parameters_replays_beside_the_built_ins(tmp_path, capsys):
-    from experiments.benchmarks.traces import TraceCase, append_case, trace_file
-
     drafter = tmp_path / "repeat_last.py"
     drafter.write_text("from lookup import Draft, Drafter\n\n\nclass RepeatLast(Drafter):\n"
                        "    def __init__(self, max_tokens=1):\n        super().__init__()\n"
                        "        self.max_tokens = max_tokens\n\n    def propose(self, budget):\n"
                        "        return Draft(self.context[-1:] * min(budget, self.max_tokens))\n")
-    for i in range(2):
-        out = [7] * 6 + [3, 4]
-        append_case(trace_file(tmp_path / "traces", "rep", 8),
-                    TraceCase(f"rep/{i}", "rep", 1, [1, 2 + i, 7], out, [0.01] * 8, "toy", 16, [0], 8))
     spec = f"{drafter}:max_tokens=4"
-    argv = ["--replay", "--traces", str(tmp_path / "traces"), "--drafters", f"none,{spec}", "--results",
+    argv = ["--replay", "--traces", str(tiny_traces(tmp_path / "traces")), "--drafters", f"none,{spec}", "--results",
             str(tmp_path / "results"), "--wandb", "off"]
     assert compare.main(argv) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith(spec))
     assert float(line.split()[4]) > 1.5  # tau: the repeated 7s are drafted and accepted
+
+
+def tiny_traces(folder: Path) -> Path:
+    from experiments.benchmarks.traces import TraceCase, append_case, trace_file
+
+    for i in range(2):
+        out = [7] * 6 + [3, 4]
+        append_case(trace_file(folder, "rep", 8), TraceCase(f"rep/{i}", "rep", 1, [1, 2 + i, 7], out, [0.01] * 8,
+                                                            "toy", 16, [0], 8))
+    return folder
+
+
+def test_rows_export_to_csv_and_plots_of_other_drafters_keep_their_own_folder(tmp_path, capsys):
+    import csv
+
+    traces = tiny_traces(tmp_path / "traces")
+    results = tmp_path / "results"
+    base = ["--replay", "--full", "--traces", str(traces), "--results", str(results), "--wandb", "off"]
+    assert compare.main([*base, "--drafters", "none,suffix-automaton", "--csv", str(tmp_path / "rows.csv")]) == 0
+    out = capsys.readouterr().out
+    assert f"rows (csv): {tmp_path / 'rows.csv'}" in out
+    with (tmp_path / "rows.csv").open(newline="") as f:
+        read = list(csv.DictReader(f))
+    assert sorted((r["case"], r["method"]) for r in read) == sorted(
+        (f"rep/{i}", m) for i in range(2) for m in ("none", "suffix-automaton"))
+    assert all(r["speedup"] == "" and float(r["est_speedup"]) > 0 for r in read)  # a replay: estimated only
+    assert compare.main([*base, "--drafters", "none,unfold"]) == 0
+    folders = sorted(p.name for p in results.glob("plots-*"))
+    assert len(folders) == 2 and all((results / f / "speedup_by_category.png").is_file() for f in folders)
+
+
+def test_parquet_without_a_library_fails_in_one_line_before_any_work(tmp_path, capsys, monkeypatch):
+    for name in ("pyarrow", "pyarrow.parquet", "pandas"):
+        monkeypatch.setitem(sys.modules, name, None)
+    argv = ["--replay", "--traces", str(tiny_traces(tmp_path / "traces")), "--drafters", "none",
+            "--results", str(tmp_path / "results"), "--parquet", str(tmp_path / "rows.parquet")]
+    assert compare.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and "--parquet needs pyarrow" in err
+    assert not (tmp_path / "results").exists()  # refused before anything ran

@@ -6,8 +6,10 @@ import dataclasses
 import struct
 from pathlib import Path
 
+import matplotlib.text
 import numpy as np
 import pytest
+from matplotlib import pyplot as plt
 
 from experiments.reporting import plots
 from experiments.running.rows import CaseResult
@@ -180,3 +182,138 @@ def test_the_signal_plot_draws_a_curve_per_drafter_and_skips_nothing_to_draw(tmp
     assert 500 <= w <= 3000 and 300 <= h <= 2000 and path.stat().st_size > 10_000
     assert plots.write_signal_plot({}, tmp_path / "none.png") is None
     assert plots.write_signal_plot({"adaptive": []}, tmp_path / "none.png") is None
+
+
+# -- readable at normal zoom, stable colours, folders, oracle, legends -------------------------------
+MANY = ("hf-greedy", "none", "unfold", "suffix-automaton", "voting", "adaptive", "recycling", "peer:vllm-ngram",
+        "peer:sglang-ngram", "peer:suffix-decoding", "peer:llamacpp-lookup", "peer:sam-decoding",
+        "adaptive:history=true")
+
+
+def long_accepts(rows: list[CaseResult], longest: int = 64) -> list[CaseResult]:
+    """``rows`` with one step of each drafter row accepting ``longest`` tokens (a --full run's tail)."""
+    return [dataclasses.replace(r, accepted_lengths=[longest, *r.accepted_lengths[1:]]) if r.accepted_lengths else r
+            for r in rows]
+
+
+def test_no_plot_is_wider_than_normal_zoom_with_many_drafters_and_long_accepts(tmp_path):
+    rows = long_accepts(fake_rows(prompts=2, methods=MANY))
+    paths = plots.write_plots(rows, tmp_path, oracle={g: 3.0 for g in ("code-edit", "summarization",
+                                                                       "mt-bench (turn 1)", "(all)")})
+    assert len(paths) == 3
+    for p in paths:
+        w, h = png_size(p)
+        assert 500 <= w <= 1500 and 300 <= h <= 2000, (p.name, w, h)
+    losses = {d: {g: loss(i, j) for j, g in enumerate(GROUPS)} for i, d in enumerate(MANY[1:])}
+    w, h = png_size(plots.write_loss_plot(losses, tmp_path / "oracle_gap.png"))
+    assert w <= 1500 and h <= 2000
+
+
+def test_bars_wrap_into_rows_of_panels_instead_of_widening():
+    fig = plots.plot_speedup_by_category(fake_rows(prompts=1, methods=MANY, est=False))
+    try:  # 5 groups x 13 methods: more bars than fit one row
+        assert len(fig.axes) == 2 and fig.get_figwidth() <= plots.MAX_WIDTH_IN
+    finally:
+        plt.close(fig)
+
+
+def test_a_method_keeps_its_colour_whatever_is_compared_beside_it():
+    one = plots.method_colors(["hf-greedy", "adaptive", "my_drafter.py"])
+    two = plots.method_colors(["my_drafter.py", "voting", "peer:vllm-ngram", "adaptive"])
+    assert one["adaptive"] == two["adaptive"] == plots.FIXED_COLORS["adaptive"]
+    assert one["my_drafter.py"] == two["my_drafter.py"]
+    everything = plots.method_colors([*MANY, *(f"suffix-automaton:max_tokens={k}" for k in range(12))])
+    assert len(set(everything.values())) == len(everything)  # distinct within a plot, collisions included
+
+
+def test_plot_folders_are_keyed_by_the_methods_too(tmp_path):
+    a = plots.plot_folder(tmp_path, "b0b68ef122b2", ["none", "adaptive"])
+    assert a == plots.plot_folder(tmp_path, "b0b68ef122b2", ["none", "adaptive"])
+    assert a.name.startswith("plots-b0b68ef122b2-") and a.parent == tmp_path
+    assert a != plots.plot_folder(tmp_path, "b0b68ef122b2", ["none", "voting"])
+    assert a != plots.plot_folder(tmp_path, "0000000000aa", ["none", "adaptive"])
+
+
+def bars_by_label(fig) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for ax in fig.axes:
+        for container in ax.containers:
+            out.setdefault(container.get_label(), []).extend(b.get_height() for b in container)
+    return out
+
+
+def test_the_oracle_sits_beside_the_estimates_where_it_is_known():
+    rows = [REPLAY(r) for r in fake_rows(prompts=1, methods=("unfold", "voting"))]
+    oracle = {"code-edit": 4.0, "summarization": 2.5, "mt-bench (turn 1)": 1.5, "mt-bench (turn 2)": 2.0, "(all)": 2.2}
+    fig = plots.plot_speedup_by_category(rows, oracle=oracle)
+    try:
+        bars = bars_by_label(fig)
+        assert bars[plots.ORACLE_LABEL] == [oracle[g] for g in ("code-edit", "mt-bench (turn 1)", "mt-bench (turn 2)",
+                                                                "summarization", "(all)")]
+        assert set(bars) == {"unfold", "voting", plots.ORACLE_LABEL}
+    finally:
+        plt.close(fig)
+    fig = plots.plot_speedup_by_category(rows)  # a live run: no traces, no oracle
+    try:
+        assert plots.ORACLE_LABEL not in bars_by_label(fig)
+    finally:
+        plt.close(fig)
+    live = fake_rows(prompts=1, methods=("hf-greedy", "unfold"), est=False)  # no estimate panel: nowhere to draw it
+    fig = plots.plot_speedup_by_category(live, oracle=oracle)
+    try:
+        assert plots.ORACLE_LABEL not in bars_by_label(fig)
+    finally:
+        plt.close(fig)
+
+
+def test_legends_print_tau_and_means_as_the_table_does():
+    from experiments.reporting.summary import summarize
+    from experiments.reporting.tables import fmt
+
+    rows = fake_rows(prompts=1, methods=("unfold", "voting"))
+    # voting accepts exactly one token a step: tau 2, which the table prints as "2" (not "2.00")
+    rows = [dataclasses.replace(r, accepted_lengths=[1] * 64, drafted_lengths=[2] * 64, forwards=64, accepted=64,
+                                contexts=[r.prompt_tokens + 2 * i for i in range(64)]) if r.method == "voting" else r
+            for r in rows]
+    for draw, key, word in ((plots.plot_tau_vs_context, "tau", "tau"),
+                            (plots.plot_accepted_lengths, "mean_accepted", "mean")):
+        fig = draw(rows)
+        try:
+            labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        finally:
+            plt.close(fig)
+        for m in ("unfold", "voting"):
+            value = fmt(summarize([r for r in rows if r.method == m])[key])
+            assert any(label.startswith(f"{m} ({word} {value}") for label in labels), (labels, value)
+
+
+GROUPS = ("code-edit", "doc-qa", "mt-bench (turn 1)", "mt-bench (turn 2)", "summarization", "(all)")
+
+
+def loss(i: int, j: int):
+    from experiments.running.explain import PARTS, Loss
+
+    parts = {p: 0.01 * (1 + (i + j + k) % 5) for k, p in enumerate(PARTS)}
+    parts["beyond"] = -0.01 * (i % 2)
+    return Loss(plain=1.0, oracle=0.5, run=0.5 + sum(parts.values()), parts=parts, cases=3)
+
+
+def test_the_oracle_gap_plot_has_no_rotated_text_and_nothing_over_its_title():
+    drafters = ["adaptive", "voting", "suffix-automaton", "unfold", "recycling", "none", "peer:vllm-ngram"]
+    fig = plots.plot_losses({d: {g: loss(i, j) for j, g in enumerate(GROUPS)} for i, d in enumerate(drafters)})
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text()]
+        assert texts and all(t.get_rotation() == 0 for t in texts)
+        title = fig._suptitle.get_window_extent(renderer)
+        for ax in fig.axes:
+            if ax.get_visible():
+                assert not title.overlaps(ax.get_tightbbox(renderer))
+        # drafter names are the level y labels, first drafter on top
+        labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        assert labels == drafters and fig.axes[0].yaxis_inverted()
+        assert fig.get_figwidth() <= plots.MAX_WIDTH_IN
+    finally:
+        plt.close(fig)
+    assert plots.plot_losses({}) is None

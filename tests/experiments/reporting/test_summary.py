@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from test_plots import case_row  # tests/experiments/reporting is on sys.path under pytest's default import mode
 
 from experiments.reporting.summary import (ALL, by_method_and_group, est_speedup_of, geo_mean, group_order,
-                                           is_drafter, method_order, oracle_gain, speedup_of, summarize)
+                                           is_drafter, method_order, oracle_gain, oracle_speedups, speedup_of,
+                                           summarize)
 
 # -- rows -----------------------------------------------------------------------------------------
 positive = st.floats(1e-3, 1e3, allow_nan=False)
@@ -237,3 +238,32 @@ def test_is_drafter():
     assert not is_drafter([case_row(accepted_lengths=[0, 0], drafted=0)])  # the `none` drafter never drafts
     assert not is_drafter([case_row(accepted_lengths=[], drafted=4)])  # transformers' hf-lookup: no steps
     assert not is_drafter([])
+
+
+def test_oracle_speedups_pool_each_groups_cases_with_their_prefill():
+    from experiments.benchmarks.traces import TraceCase
+    from experiments.running.oracle import cost_aware_oracle_times
+    from lookup.cost import CostProfile
+
+    # a forward over k tokens costs as much as one up to 64 (a big GPU), and a prompt's prefill 1 ms a token
+    profile = CostProfile((1, 64, 65), (0.01, 0.01, 0.02), contexts=(1, 4096),
+                          grid=((0.01, 0.01, 0.02), (0.01, 0.01, 0.02)), prefill=(0.001, 4.096))
+    copy = TraceCase("code-edit/000", "code-edit", 1, list(range(40)), list(range(40)), [], "toy", 64, [], 40)
+    fresh = TraceCase("code-edit/001", "code-edit", 1, [1, 2, 3], list(range(100, 140)), [], "toy", 200, [], 40)
+    chat = TraceCase("mt-bench/81#2", "mt-bench", 2, [7] * 20, [7] * 30, [], "toy", 200, [], 30)
+    got = oracle_speedups([(copy, profile), (fresh, profile), (chat, profile)])
+    assert set(got) == {"code-edit", "mt-bench (turn 2)", ALL}
+
+    def pooled(cases, prefill=True):
+        times = [cost_aware_oracle_times(c, profile) for c in cases]
+        pre = [profile.prefill_cost(len(c.prompt)) if prefill else 0.0 for c in cases]
+        return sum(p + q for (p, _), q in zip(times, pre)) / sum(b + q for (_, b), q in zip(times, pre))
+
+    assert got["code-edit"] == pytest.approx(pooled([copy, fresh]))
+    assert got[ALL] == pytest.approx(pooled([copy, fresh, chat]))
+    # a copied answer is nearly free to the oracle; a fresh one is not: the pool lies between
+    assert pooled([fresh]) == pytest.approx(1.0) and got["code-edit"] > 1.5
+    decoding_phase = oracle_speedups([(copy, profile), (fresh, profile)], with_prefill=False)
+    assert decoding_phase["code-edit"] == pytest.approx(pooled([copy, fresh], prefill=False))
+    assert decoding_phase["code-edit"] > got["code-edit"]  # the same prefill on both sides dilutes the gain
+    assert oracle_speedups([]) == {}

@@ -1,5 +1,6 @@
 """wandb_log.py: offline runs are written and read back (config, summary, tables, histogram, images);
-resolve_mode picks a mode from local credentials only; online trouble falls back to offline."""
+resolve_mode logs only when asked (or logged in), from local credentials only; online trouble falls back
+to offline; runs are named by what they hold, and a user's WANDB_DIR is where they go."""
 
 from __future__ import annotations
 
@@ -135,9 +136,13 @@ def test_offline_runs_hold_config_summary_tables_histogram_and_images(offline_en
     assert len(dirs) == 2 * 2 + 1  # (method, group) runs + the summary run
     runs = {}
     for d in map(Path, dirs):
-        assert d.is_dir() and d.name.startswith("offline-run-") and d.parent == offline_env / "out" / "wandb"
+        # the user's WANDB_DIR (the fixture sets one) wins over the results folder
+        assert d.is_dir() and d.name.startswith("offline-run-") and d.parent == offline_env / "wandb-dir" / "wandb"
         run = read_run(d)
         runs[run["run"]["name"]] = (d, run)
+    # folders say what they hold: offline-run-<time>-<method>-<group>-<experiment>-<hex>
+    assert any("-unfold-code-edit-exp-123-" in d.name for d, _ in runs.values())
+    assert not (offline_env / "out").exists()
     assert set(runs) == {"hf-greedy/code-edit", "hf-greedy/mt-bench (turn 1)", "unfold/code-edit",
                          "unfold/mt-bench (turn 1)", "summary"}
     assert all(r["run"]["group"] == "exp-123" and r["run"]["project"] == "pld-lab" for _, r in runs.values())
@@ -184,8 +189,31 @@ def test_offline_runs_hold_config_summary_tables_histogram_and_images(offline_en
     assert run["summary"]["speedup/unfold"] == pytest.approx(summarize(
         [r for r in rows if r.method == "unfold"])["speedup"])
 
-    assert "wandb sync" in capsys.readouterr().err  # tells the user how to upload later
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "wandb sync" in err  # tells the user how to upload later, in one line
+    assert f"5 offline runs of group exp-123 in {offline_env / 'wandb-dir' / 'wandb'}" in err
 
+
+def test_without_wandb_dir_runs_go_under_the_results_folder(offline_env, monkeypatch, capsys):
+    monkeypatch.delenv("WANDB_DIR")
+    monkeypatch.chdir(offline_env)
+    rows = [r for r in small_rows() if r.method == "unfold" and r.category == "code-edit"]
+    dirs = wandb_log.log_comparison(rows, mode="offline", group="g", out_dir=offline_env / "results")
+    assert [Path(d).parent for d in dirs] == [offline_env / "results" / "wandb"] * 2
+    assert str(offline_env / "results" / "wandb") in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name,group,head", [
+    ("unfold/code-edit", "b0b68ef122b2", "unfold-code-edit-b0b68ef122b2-"),
+    ("adaptive:history=true/mt-bench (turn 1)", "g", "adaptive-history-true-mt-bench-turn-1-g-"),
+    ("x" * 100 + "/code-edit", "b0b68ef122b2", "x" * 44 + "-b0b68ef122b2-"),
+])
+def test_run_ids_name_the_run_within_wandbs_rules(name, group, head):
+    ids = {wandb_log.run_id(name, group) for _ in range(20)}
+    assert len(ids) == 20  # a rerun never resumes an earlier run
+    for run_id in ids:
+        assert run_id.startswith(head) and len(run_id) <= 64 and len(run_id) == len(head) + 6
+        assert not set(run_id) & set(":;,#?/' ")
 
 def test_online_failure_falls_back_to_offline(offline_env, monkeypatch, capsys):
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)  # "logged in", but the server is unreachable
@@ -289,8 +317,8 @@ def no_credentials(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_resolve_mode_not_logged_in_is_offline(no_credentials):
-    assert wandb_log.resolve_mode(None) == "offline"
+def test_resolve_mode_not_logged_in_is_off(no_credentials):
+    assert wandb_log.resolve_mode(None) == "off"  # nothing asked for: nothing logged
 
 
 def test_resolve_mode_api_key_in_env_is_online(no_credentials, monkeypatch):
@@ -300,7 +328,7 @@ def test_resolve_mode_api_key_in_env_is_online(no_credentials, monkeypatch):
 
 @pytest.mark.parametrize("machine,base_url,expected", [
     ("api.wandb.ai", None, "online"),
-    ("example.com", None, "offline"),
+    ("example.com", None, "off"),
     ("wandb.mycorp.local", "https://wandb.mycorp.local", "online"),  # a self-hosted server
 ])
 def test_resolve_mode_reads_netrc(no_credentials, monkeypatch, machine, base_url, expected):
@@ -312,9 +340,9 @@ def test_resolve_mode_reads_netrc(no_credentials, monkeypatch, machine, base_url
     assert wandb_log.resolve_mode(None) == expected
 
 
-def test_resolve_mode_broken_netrc_is_offline(no_credentials):
+def test_resolve_mode_broken_netrc_is_off(no_credentials):
     (no_credentials / ".netrc").write_text("machine\n")
-    assert wandb_log.resolve_mode(None) == "offline"
+    assert wandb_log.resolve_mode(None) == "off"
 
 
 def test_resolve_mode_honours_wandb_mode_env(no_credentials, monkeypatch):
@@ -322,6 +350,8 @@ def test_resolve_mode_honours_wandb_mode_env(no_credentials, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     assert wandb_log.resolve_mode(None) == "off"
     monkeypatch.setenv("WANDB_MODE", "offline")
+    assert wandb_log.resolve_mode(None) == "offline"
+    monkeypatch.delenv("WANDB_API_KEY")  # asking for offline runs needs no login
     assert wandb_log.resolve_mode(None) == "offline"
 
 
