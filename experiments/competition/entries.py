@@ -20,11 +20,11 @@ from experiments.benchmarks.traces import spread_cases
 from experiments.competition import child as child_side
 from experiments.competition.flags import beyond_share, flags_alone, with_fresh
 from experiments.competition.board import NAME_RE, ORACLE, Board, atomic_write, now
-from experiments.competition.sandbox import Disqualified, Sandbox, Submission, evaluate
-from experiments.competition.scoring import ORACLE_CAP, board_rows, entry_scores, oracle_rows
+from experiments.competition.cross_fit import cross_fitted, folds
+from experiments.competition.sandbox import Disqualified, Evaluation, Sandbox, Submission, evaluate
+from experiments.competition.scoring import ORACLE_CAP, entry_scores, oracle_rows, replay_scores
 from experiments.competition.text import clean, clean_block
 from experiments.running.explain import pool_losses
-from experiments.running.methods import Run
 from experiments.running.store import code_key, git_sha
 from lookup.errors import PLDError
 
@@ -154,8 +154,7 @@ def make_entry(evaluation, kind: str, benchmark: str, limits=None, public: bool 
     }
     if ev.ok:
         spec, params = ev.submission.name, ev.submission.params
-        rows = [board_rows(case, spec, params, Run.of(out), s.profile, benchmark) for s, case, out in ev.cases]
-        entry.update(entry_scores([cpu for cpu, _ in rows], [gpu for _, gpu in rows]))
+        entry.update(replay_scores(ev.cases, spec, params, benchmark))
         # where it loses time against the cost-aware oracle, per group (`leaderboard.py show NAME`)
         losses = pool_losses((case, out, s.profile) for s, case, out in ev.cases)
         entry["oracle_gap"] = {group: dataclasses.asdict(loss) for group, loss in losses.items()}
@@ -201,7 +200,9 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
     ``stream``: one drafter serves the benchmark's cases in order (a ``history=true`` entry). A
     disqualification for time is retried once before it stands (a stall of a shared machine is no
     verdict). Whether the benchmark is public (``info["public"]``) decides what of the entry's own
-    words the board keeps (:func:`make_entry`)."""
+    words the board keeps (:func:`make_entry`). An entry of ours whose numbers were fitted on this
+    benchmark (:meth:`lookup.Drafter.fitted_on`) is scored cross-fitted too, beside its own score
+    (``entry["cross_fitted"]``: :mod:`experiments.competition.cross_fit`)."""
     total = sum(len(s.cases) for s in sets)
     public = bool(info.get("public"))
     if kind in TRUSTED_KINDS:  # our own code: a longer leash per call (its time is charged all the same)
@@ -210,16 +211,36 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
         path = Path(submission.source["path"])
         submission = Submission.file(store_submission(board, path), submission.name, submission.params,
                                      display=submission.source.get("display") or path.name)
-    for _ in range(2):
-        with _progress(total, submission.name) as bar:
-            evaluation = evaluate(submission, sets, limits, deny=[board.folder], landlock=landlock,
-                                  progress=bar.update, require_isolation=require_isolation, stream=stream,
-                                  public=public)
-        if evaluation.ok or evaluation.reason.split(":", 1)[0] not in TIME_KINDS:
-            break
+
+    def run(submission: Submission) -> Evaluation:
+        for _ in range(2):
+            with _progress(total, submission.name) as bar:
+                evaluation = evaluate(submission, sets, limits, deny=[board.folder], landlock=landlock,
+                                      progress=bar.update, require_isolation=require_isolation, stream=stream,
+                                      public=public)
+            if evaluation.ok or evaluation.reason.split(":", 1)[0] not in TIME_KINDS:
+                return evaluation
+        return evaluation
+
+    evaluation = run(submission)
     entry = make_entry(evaluation, kind, info["hash"], limits, public=public)
+    if evaluation.ok and kind in TRUSTED_KINDS and submission.source["kind"] == "builtin" \
+            and lookup.create(submission.source["name"], **submission.params).fitted_on() == info["hash"]:
+        # its numbers were fitted on these very cases: scored cross-fitted too (cross_fit.py)
+        entry["cross_fitted"] = cross_fitted(submission, cross_folds(sets, info["hash"]), run, info["hash"])
     board.record(entry, info)
     return entry
+
+
+#: the folds of each benchmark cross-fitted in this process (by hash): fitted once per build
+_FOLDS: dict[str, list] = {}
+
+
+def cross_folds(sets, benchmark: str) -> list:
+    """The cross-fitting folds of benchmark ``benchmark`` (:func:`cross_fit.folds`), made once."""
+    if benchmark not in _FOLDS:
+        _FOLDS[benchmark] = folds(sets)
+    return _FOLDS[benchmark]
 
 
 def ensure_oracle(board: Board, sets, info: dict) -> dict:
@@ -244,7 +265,7 @@ def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, n
     have = scored_codes(board, info, "baseline")
     done = []
     # every built-in replays (the traces hold the target's top-k rows that `recycling` reads)
-    for name in names or lookup.builtin_names():
+    for name in [lookup.canonical(n) for n in names] if names else lookup.builtin_names():
         entries = []
         if rerun or have.get(name, "") != code_key(lookup.create(name)):
             entries.append(run_submission(board, Submission.builtin(name), sets, info, "baseline", limits, landlock,

@@ -59,8 +59,8 @@ from experiments.competition import confine, isolation
 from experiments.competition.protocol import (Disqualified, OutputTail, Pipe, draft_answer, error_in, fields,
                                               json_answer, protocol_error)
 from experiments.competition.text import clean
-from experiments.benchmarks.traces import in_order
 from experiments.running.replay import DRAFT_BUDGET, replay_case
+from experiments.running.serving import serve_traces
 from lookup.base import MAX_TOP, Draft, Drafter
 from lookup.errors import PLDError
 from lookup.files import file_drafter_name
@@ -130,6 +130,7 @@ class Submission:
     def builtin(cls, name: str, params: dict | None = None) -> "Submission":
         """A drafter whose code ships with pld-lab (ours or a peer's port): only a registered name
         of ours, never a path or a plug-in (looking one up would import it in this process)."""
+        name = lookup.canonical(name) if isinstance(name, str) else name  # ``none`` is ``plain``
         if not isinstance(name, str) or name not in lookup.trusted_names():
             raise PLDError(unknown_name("built-in drafter", clean(name, 80), lookup.trusted_names()))
         if not isinstance(params, (dict, type(None))):
@@ -927,13 +928,13 @@ def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequ
     try:
         with box:
             result.setup_s = box.setup_s
-            for trace_set in (in_order(sets) if stream else sets):
-                for case in trace_set.cases:
-                    out, rt = box.replay(case, trace_set.profile)
-                    result.cases.append((trace_set, case, out))
-                    result.round_trip_s += rt
-                    if progress is not None:
-                        progress()
+            # the box serves every case: a fresh drafter in it per case, or its one drafter for a stream
+            for trace_set, case, profile, _ in serve_traces(sets, lambda _profile: box, stream=stream):
+                out, rt = box.replay(case, profile)
+                result.cases.append((trace_set, case, out))
+                result.round_trip_s += rt
+                if progress is not None:
+                    progress()
             result.usage = box.usage()
     except Disqualified as exc:
         result.reason = exc.reason

@@ -1,8 +1,9 @@
 """Scoring for the leaderboard: benchmark identity, per-group scores, and the lookup oracle.
 
     info = benchmark_info(sets, folder)          # which traces (and cost profile) a score belongs to
-    cpu, gpu = board_rows(case, spec, params, run, profile)   # one case, priced under each profile
+    cpu, gpu = board_rows(case, spec, params, out, profile)   # one replayed case, priced under each profile
     scores = entry_scores(cpu_rows, gpu_rows)    # per group: tau, est. speedup (CPU / GPU), drafter µs
+    scores = replay_scores(evaluation.cases, spec, params)   # the same, from an evaluation's replays
     steps = oracle_steps(case, cpu)              # the best any lookup of the context could do
 
 Groups are categories with multi-turn prompts split per turn (``CaseResult.group``). The rank is
@@ -17,10 +18,10 @@ import dataclasses
 from pathlib import Path
 from typing import Sequence
 
+from decoding.generate import GenerationResult, Stats
 from experiments.benchmarks.paths import portable_path
 from experiments.benchmarks.traces import TraceCase, benchmark_hash, shipped_folder
 from experiments.reporting.summary import est_speedup_of, geo_mean, summarize
-from experiments.running.methods import Run
 from experiments.running.oracle import ORACLE_CAP, cost_aware_oracle_times, oracle_steps
 from experiments.running.rows import CaseResult, case_result
 from lookup.cost import CostProfile
@@ -52,11 +53,12 @@ def benchmark_info(sets, folder) -> dict:
 
 
 # -- rows and scores ---------------------------------------------------------------------------------
-def board_rows(case: TraceCase, spec: str, params: dict, run: Run, cpu: CostProfile,
+def board_rows(case: TraceCase, spec: str, params: dict, out: GenerationResult, cpu: CostProfile,
                benchmark: str = "") -> tuple[CaseResult, CaseResult]:
-    """One replayed case as rows priced under the CPU profile and the large-GPU one (decoding phase)."""
+    """One replayed case (``out``, its replay) as rows priced under the CPU profile and the large-GPU
+    one (decoding phase)."""
     common = dict(experiment=benchmark, code="", with_prefill=False, measured=False, keep_tokens=False)
-    return tuple(case_result(case.case, case.category, case.turn, len(case.prompt), spec, params, run,
+    return tuple(case_result(case.case, case.category, case.turn, len(case.prompt), spec, params, out,
                              profile=profile, **common) for profile in (cpu, GPU_PROFILE))
 
 
@@ -90,6 +92,13 @@ def entry_scores(cpu: Sequence[CaseResult], gpu: Sequence[CaseResult]) -> dict:
     }
 
 
+def replay_scores(cases, spec: str, params: dict, benchmark: str = "") -> dict:
+    """:func:`entry_scores` of an entry's replayed ``cases``: ``(trace set, case, GenerationResult)``
+    triples (an evaluation's), each priced under its set's CPU profile and the large-GPU one."""
+    rows = [board_rows(case, spec, params, out, trace_set.profile, benchmark) for trace_set, case, out in cases]
+    return entry_scores([cpu for cpu, _ in rows], [gpu for _, gpu in rows])
+
+
 # -- the oracle (experiments.running.oracle) ---------------------------------------------------------
 def cost_aware_oracle_speedup(case: TraceCase, profile: CostProfile, cap: int = ORACLE_CAP) -> float:
     """The estimated-speedup ceiling of lookup under ``profile`` (see :func:`cost_aware_oracle_times`)."""
@@ -102,9 +111,10 @@ def oracle_rows(case: TraceCase, profile: CostProfile, benchmark: str = "",
     """The oracle on one case: its rows under the CPU and GPU profiles, and the cost-aware
     oracle's CPU row (the same steps, priced at the cost-aware ceiling)."""
     steps = oracle_steps(case, profile, cap)
-    run = Run(tokens=list(case.output[: sum(s.committed for s in steps)]), wall_s=0.0, forwards=len(steps),
-              drafted=sum(s.drafted for s in steps), accepted=sum(s.accepted for s in steps), steps=steps,
-              has_drafter=True)
-    cpu, gpu = board_rows(case, "oracle", {"cap": cap}, run, profile, benchmark)
+    tokens = list(case.output[: sum(s.committed for s in steps)])
+    stats = Stats(new_tokens=len(tokens), forwards=len(steps), drafted=sum(s.drafted for s in steps),
+                  accepted=sum(s.accepted for s in steps), steps=steps)
+    out = GenerationResult(tokens, stats, stop_reason="eos" if tokens and tokens[-1] in case.eos else "length")
+    cpu, gpu = board_rows(case, "oracle", {"cap": cap}, out, profile, benchmark)
     plain, best = cost_aware_oracle_times(case, profile, cap)
     return cpu, gpu, dataclasses.replace(cpu, est_plain_s=plain, est_run_s=best)

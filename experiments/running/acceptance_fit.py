@@ -30,6 +30,7 @@ from experiments.benchmarks.traces import TraceSet, in_order
 from experiments.running.hindsight import TraceWrapper, accepted_path, rank_auc
 from experiments.running.oracle import sequence_of
 from experiments.running.replay import replay_case
+from experiments.running.serving import serve_traces
 from lookup.acceptance import WITH_HISTORY, Fits, first_token, later_nodes
 from lookup.acceptance.model import FITTED
 from lookup.base import SOURCES, Draft
@@ -109,22 +110,19 @@ def collect(sets: Sequence[TraceSet], progress=None) -> dict[str, dict[str, Rows
     replayed (twice per case in all)."""
     found: dict[tuple[str, str], list] = defaultdict(list)
     ordered = in_order(sets)
-    # the stream's one drafter is priced by the first set's profile, each case by its own set's, as
-    # explain's and replay's streams do (a benchmark has one profile)
-    shared = collector(ordered[0].profile, history=True) if ordered else None
     every = {fit for fits in FITTED.values() for fit in fits}
+    # a case on its own; then the cases as one stream, whose one drafter is priced by the first
+    # set's profile (a benchmark has one), each case by its own set's, as explain's and replay's are
     for fits, history in (({SOURCES[0]}, False), (every - {SOURCES[0]}, True)):
-        index = 0
-        for trace_set in ordered:
-            for case in trace_set.cases:
-                inner = shared if history else collector(trace_set.profile)
-                drafter = _Collector(inner, sequence_of(case), fits)
-                replay_case(case, drafter, trace_set.profile)
-                for key, rows in drafter.rows.items():
-                    found[key] += [(x, y, own, index) for x, y, own in rows]
-                index += 1
-                if progress is not None:
-                    progress()
+        served = serve_traces(ordered, lambda profile, history=history: collector(profile, history=history),
+                              stream=history)
+        for index, (_, case, profile, inner) in enumerate(served):
+            drafter = _Collector(inner, sequence_of(case), fits)
+            replay_case(case, drafter, profile)
+            for key, rows in drafter.rows.items():
+                found[key] += [(x, y, own, index) for x, y, own in rows]
+            if progress is not None:
+                progress()
     return {fit: {model: _as_rows(found[(fit, model)], len(FEATURES[model]))
                   for model, fits in FITTED.items() if fit in fits}
             for fit in sorted(every, key=lambda fit: (fit not in SOURCES, fit))}

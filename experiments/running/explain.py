@@ -34,11 +34,12 @@ from typing import Iterable, Sequence
 
 from decoding.generate import GenerationResult
 from experiments.benchmarks.prompts import ALL, group_of
-from experiments.benchmarks.traces import TraceCase, TraceSet, in_order
+from experiments.benchmarks.traces import TraceCase, TraceSet
 from experiments.running.methods import parse_method
 from experiments.running.hindsight import Signal, rank_auc, with_hindsight
 from experiments.running.oracle import ORACLE_CAP, OraclePlan, cost_aware_plan, sequence_of
 from experiments.running.replay import replay_case
+from experiments.running.serving import serve_traces
 from lookup.cost import CostProfile
 
 PARTS = ("missed", "wrong", "short", "long", "beyond", "drafter")
@@ -138,22 +139,17 @@ def explain(sets: Sequence[TraceSet], spec: str, profile: CostProfile | None = N
     that records the drafter's first-token predictions (``signal:AUC``) sets ``first_token_auc``.
     """
     method = parse_method(spec)
-    ordered = in_order(sets) if stream else list(sets)
-    shared = method.make(profile or ordered[0].profile) if stream and ordered else None
     readings: dict[str, list[tuple[float, bool]]] = defaultdict(list)  # group -> (prediction, outcome)
 
     def runs():
-        for trace_set in ordered:
-            priced = profile or trace_set.profile
-            for case in trace_set.cases:
-                drafter = shared or method.make(priced)
-                if hindsight is not None:
-                    drafter = with_hindsight(drafter, sequence_of(case), hindsight, priced)
-                yield case, replay_case(case, drafter, priced), priced
-                for group in (group_of(case.category, case.case, case.turn), ALL):
-                    readings[group].extend(drafter.readings if isinstance(drafter, Signal) else ())
-                if progress is not None:
-                    progress()
+        for _, case, priced, drafter in serve_traces(sets, method.make, stream=stream, profile=profile):
+            if hindsight is not None:
+                drafter = with_hindsight(drafter, sequence_of(case), hindsight, priced)
+            yield case, replay_case(case, drafter, priced), priced
+            for group in (group_of(case.category, case.case, case.turn), ALL):
+                readings[group].extend(drafter.readings if isinstance(drafter, Signal) else ())
+            if progress is not None:
+                progress()
 
     losses = pool_losses(runs(), cap)
     for group, pairs in readings.items():

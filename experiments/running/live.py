@@ -2,17 +2,19 @@
 
 With ``stream=True`` (``compare.py --stream``) each drafter method keeps one drafter for every case,
 in order, as a server answering a stream of requests would: a drafter with a history across
-requests (``adaptive:history=true``) learns from the earlier cases of the run.
+requests (``adaptive:history=true``) learns from the earlier cases of the run. Either way the
+drafters come from :func:`experiments.running.serving.serve`, as in every other loop over a benchmark.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from tqdm import tqdm
 
 import decoding
+import lookup
 from decoding.cost import cost_profile
 from decoding.devices import resolve_device
 from decoding.lossless import compare_outputs
@@ -20,6 +22,7 @@ from experiments.benchmarks.tasks import Prompt, prompts_digest
 from experiments.running.cases import Case, check_settings, conversation_cases, select_prompts
 from experiments.running.methods import DrafterMethod, Method, Sampling, parse_method
 from experiments.running.rows import CaseResult, case_result
+from experiments.running.serving import serve
 from experiments.running.store import ResultStore, code_key, config_hash, git_sha, reusable, versions
 from lookup.cost import CostProfile
 
@@ -29,7 +32,7 @@ class Comparison:
     def __init__(self, target, methods: Sequence[Method], prompts: Sequence[Prompt], max_new_tokens: int,
                  sampling: Sampling, results_dir: str | Path = "results", fresh: bool = False,
                  profile: CostProfile | None = None, stream: bool = False) -> None:
-        self.target, self.prompts, self.profile = target, list(prompts), profile
+        self.target, self.prompts, self.profile, self.stream = target, list(prompts), profile, stream
         self.max_new_tokens, self.sampling = max_new_tokens, sampling
         # The first method is the reference: its answers seed later turns, and speedups are over it.
         self.methods = list(methods)
@@ -47,8 +50,8 @@ class Comparison:
         rows = reusable(self.store, fresh, self.codes)
         # a stream: one drafter per drafter method serves every case in order, so each runs every case
         # again (its history is what the earlier cases of this run left); references keep their rows
-        self.shared = {m.spec: m.make(profile) for m in self.methods if stream and isinstance(m, DrafterMethod)}
-        rows = {k: r for k, r in rows.items() if k[1] not in self.shared}
+        drafter_specs = {m.spec for m in self.methods if isinstance(m, DrafterMethod)}
+        rows = {k: r for k, r in rows.items() if not (stream and k[1] in drafter_specs)}
         # a row's speedup and identity check are against its case's reference row: keep rows only
         # where that reference row is kept too
         ref = self.methods[0].spec
@@ -75,14 +78,28 @@ class Comparison:
     def run(self) -> None:
         todo = self.cases_total() * len(self.methods)
         self._warm_up()
+        # later turns are made from the reference's earlier answers: cases come as the loop runs
+        cases = (case for prompt in self.prompts
+                 for case in conversation_cases(self.target, prompt, self._reference_answer))
         with tqdm(total=todo, desc="compare", unit="run", dynamic_ncols=True) as bar:
-            for prompt in self.prompts:
-                for case in conversation_cases(self.target, prompt, self._reference_answer):
-                    for method in self.methods:
-                        bar.set_postfix_str(f"{case.id} {method.spec}"[:40])
-                        if (case.id, method.spec) not in self.rows:
-                            self._measure(case, method)
-                        bar.update()
+            for case, drafters in serve(cases, lambda _case: self._drafters(), stream=self.stream):
+                for method in self.methods:
+                    bar.set_postfix_str(f"{case.id} {method.spec}"[:40])
+                    if (case.id, method.spec) not in self.rows:
+                        self._measure(case, method, drafters)
+                    bar.update()
+
+    def _drafters(self) -> Callable[[DrafterMethod], lookup.Drafter]:
+        """What serves one case (as a stream, every case): a drafter per drafter method, made when
+        first asked for (a method whose row is reused needs none)."""
+        made: dict[str, lookup.Drafter] = {}
+
+        def drafter(method: DrafterMethod) -> lookup.Drafter:
+            if method.spec not in made:
+                made[method.spec] = method.make(self.profile)
+            return made[method.spec]
+
+        return drafter
 
     def _warm_up(self) -> None:
         """One short run per method first: the first forwards pay for allocation and JIT."""
@@ -93,18 +110,19 @@ class Comparison:
     def _reference_answer(self, case: Case) -> list[int]:
         return self.rows[(case.id, self.methods[0].spec)].tokens
 
-    def _measure(self, case: Case, method: Method) -> None:
-        stream = {"drafter": self.shared[method.spec]} if method.spec in self.shared else {}
-        run = method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.profile, **stream)
+    def _measure(self, case: Case, method: Method, drafters: Callable[[DrafterMethod], lookup.Drafter]) -> None:
+        has_drafter = isinstance(method, DrafterMethod)  # transformers' references have none
+        served = {"drafter": drafters(method)} if has_drafter else {}
+        result = method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.profile, **served)
         ref = self.rows.get((case.id, self.methods[0].spec))
         identical = mismatch = None
         if ref is not None and self.sampling.greedy:
-            diff = compare_outputs(self.target, case.ids, run.tokens, ref.tokens)
+            diff = compare_outputs(self.target, case.ids, result.tokens, ref.tokens)
             identical, mismatch = diff is None, (str(diff) if diff else None)
-        row = case_result(case.id, case.category, case.turn, len(case.ids), method.spec, method.params(), run,
+        row = case_result(case.id, case.category, case.turn, len(case.ids), method.spec, method.params(), result,
                           profile=self.profile, experiment=self.experiment, code=self.codes[method.spec],
-                          reference=ref, identical=identical, mismatch=mismatch, config=self.config,
-                          git_sha=git_sha())
+                          has_drafter=has_drafter, reference=ref, identical=identical, mismatch=mismatch,
+                          config=self.config, git_sha=git_sha())
         self.rows[(case.id, method.spec)] = row
         self.store.append(row)
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import torch
 
 import decoding
 import lookup
-from decoding.generate import GenerationResult, StepRecord
+from decoding.generate import GenerationResult, Stats
 from decoding.reference import hf_generate
 from lookup.cost import CostProfile
 from lookup.errors import PLDError
@@ -41,41 +41,15 @@ class Sampling:
         return dict(do_sample=True, temperature=self.temperature, top_k=self.top_k or None, top_p=self.top_p)
 
 
-@dataclass
-class Run:
-    """One method on one prompt, as measured; ``experiments.running.rows`` turns it into a row."""
-
-    tokens: list[int]
-    wall_s: float
-    forwards: int
-    drafted: int = 0
-    accepted: int = 0
-    drafter_s: float = 0.0
-    forward_s: float = 0.0
-    steps: list[StepRecord] = field(default_factory=list)  # [forwards] per-step records (our loop only)
-    top_rows: int = 0  # top ids per token the drafter read from the target (0: none)
-    has_drafter: bool = False  # our loop with a drafter (transformers' references have none)
-
-    @classmethod
-    def of(cls, result: GenerationResult) -> "Run":
-        """The run of our loop's ``result``."""
-        s = result.stats
-        return cls(tokens=result.tokens, wall_s=s.wall_s, forwards=s.forwards,
-                   drafted=s.drafted, accepted=s.accepted, drafter_s=s.drafter_s, forward_s=s.forward_s,
-                   steps=s.steps, top_rows=s.top_rows, has_drafter=True)
-
-    @property
-    def new_tokens(self) -> int:
-        return len(self.tokens)
-
-
 class Method(abc.ABC):
-    """Something that generates: ``run(target, prompt_ids, max_new_tokens, sampling) -> Run``."""
+    """Something that generates: ``run(target, prompt_ids, max_new_tokens, sampling) -> GenerationResult``
+    (``experiments.running.rows.case_result`` turns it into a row)."""
 
     spec: str
 
     @abc.abstractmethod
-    def run(self, target, prompt_ids: Sequence[int], max_new_tokens: int, sampling: Sampling, profile=None) -> Run:
+    def run(self, target, prompt_ids: Sequence[int], max_new_tokens: int, sampling: Sampling,
+            profile=None) -> GenerationResult:
         """Generate once and measure it."""
 
     def params(self) -> dict:
@@ -99,11 +73,16 @@ class HFMethod(Method):
     def __init__(self, spec: str, lookup_tokens: int | None = None, ngram: int | None = None) -> None:
         self.spec, self.lookup_tokens, self.ngram = spec, lookup_tokens, ngram
 
-    def run(self, target, prompt_ids, max_new_tokens, sampling, profile=None):
+    def run(self, target, prompt_ids, max_new_tokens, sampling, profile=None) -> GenerationResult:
+        """transformers' run: its tokens, wall time and forward count (it reports no drafter time,
+        no forward time and no per-step records: those stay zero and empty)."""
         torch.manual_seed(sampling.seed)
         with count_forwards(target.model) as calls:
             ref = hf_generate(target, prompt_ids, max_new_tokens, self.lookup_tokens, self.ngram, **sampling.hf_kwargs())
-        return Run(tokens=ref.tokens, wall_s=ref.wall_s, forwards=calls[0])
+        stopped = "eos" if ref.tokens and ref.tokens[-1] in target.eos_token_ids else "length"
+        return GenerationResult(tokens=ref.tokens, stats=Stats(new_tokens=len(ref.tokens), forwards=calls[0],
+                                                               wall_s=ref.wall_s),
+                                stop_reason=stopped, seed=None if sampling.greedy else sampling.seed)
 
     def params(self) -> dict:
         return {"prompt_lookup_num_tokens": self.lookup_tokens, "max_matching_ngram_size": self.ngram}
@@ -126,12 +105,14 @@ class DrafterMethod(Method):
             params["profile"] = profile
         return lookup.create(self.name, **params)
 
-    def run(self, target, prompt_ids, max_new_tokens, sampling, profile=None, drafter: lookup.Drafter | None = None):
-        """Generate once with a fresh drafter, or with ``drafter`` (one that serves a stream of requests)."""
-        return Run.of(decoding.generate(
+    def run(self, target, prompt_ids, max_new_tokens, sampling, profile=None,
+            drafter: lookup.Drafter | None = None) -> GenerationResult:
+        """Generate once with ``drafter`` (the one serving this request:
+        :mod:`experiments.running.serving`), or a fresh one."""
+        return decoding.generate(
             target, prompt_ids, drafter or self.make(profile), max_new_tokens,
             temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, seed=sampling.seed,
-        ))
+        )
 
     def params(self) -> dict:
         return {"drafter": self.name, **self._params}

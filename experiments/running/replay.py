@@ -7,7 +7,8 @@ The streaming setting (``stream=True``, ``--stream``) serves the cases as a stre
 one drafter per method sees every case in the benchmark's order (tasks by name, cases in file
 order), ``reset`` starting each new request, so a drafter that keeps a history across requests
 (``peer:suffix-decoding:history=true``) learns from earlier cases only, never the current case's
-future. Without it every case gets a fresh drafter.
+future. Without it every case gets a fresh drafter. Both come from
+:func:`experiments.running.serving.serve_traces`, as every other loop over the benchmark takes them.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from decoding.generate import GenerationResult
 from decoding.trace_target import TraceTarget
 from experiments.benchmarks.traces import TraceCase, TraceSet, benchmark_hash, in_order, load_trace_sets
 from experiments.running.cases import check_prompts
-from experiments.running.methods import REFERENCES, DrafterMethod, Run, parse_method
+from experiments.running.methods import REFERENCES, DrafterMethod, parse_method
 from experiments.running.rows import CaseResult, case_result
+from experiments.running.serving import serve_traces
 from experiments.running.store import ResultStore, code_key, config_hash, git_sha, reusable
 from lookup.cost import CostProfile
 from lookup.errors import PLDError
@@ -88,7 +90,7 @@ def replay_row(case: TraceCase, method: DrafterMethod, profile: CostProfile, *, 
     given: the stream's, which keeps what earlier cases taught it)."""
     out = replay_case(case, drafter or method.make(profile), profile)
     return case_result(case.case, case.category, case.turn, len(case.prompt), method.spec, method.params(),
-                       Run.of(out), profile=profile, experiment=experiment, code=code, measured=False,
+                       out, profile=profile, experiment=experiment, code=code, measured=False,
                        keep_tokens=False, config=config, git_sha=git_sha())
 
 
@@ -161,20 +163,22 @@ class ReplayComparison:
     def run(self, progress: bool = True) -> None:
         t0 = time.perf_counter()
         total = len(self.methods) * sum(len(s.cases) for s in self.sets)
-        with tqdm(total=total, desc="replay", unit="case", disable=not progress, dynamic_ncols=True) as bar:
+        # a stream serves every case again, reused rows or not (its drafter's history is what the
+        # earlier cases left); per request, a case with a current row is not replayed
+        kept = 0 if self.stream else sum((c.case, m.spec) in self.rows
+                                         for m in self.methods for s in self.sets for c in s.cases)
+        with tqdm(total=total, initial=kept, desc="replay", unit="case", disable=not progress,
+                  dynamic_ncols=True) as bar:
             for method in self.methods:
-                # a stream: one drafter sees every case in order (and must, even where rows are
-                # reused: its history is what earlier cases left); else a fresh drafter per case
-                shared = method.make(self._profile(self.sets[0])) if self.stream and self.sets else None
-                for trace_set in self.sets:
-                    for case in trace_set.cases:
-                        if (case.case, method.spec) not in self.rows or shared is not None:
-                            row = replay_row(case, method, self._profile(trace_set), experiment=self.experiment,
-                                             code=self.codes[method.spec], config=self.config, drafter=shared)
-                            if (case.case, method.spec) not in self.rows and self.store is not None:
-                                self.store.append(row)
-                            self.rows[(case.case, method.spec)] = row
-                        bar.update()
+                served = serve_traces(self.sets, method.make, stream=self.stream, profile=self.profile,
+                                      needed=lambda case, spec=method.spec: (case.case, spec) not in self.rows)
+                for _, case, profile, drafter in served:
+                    row = replay_row(case, method, profile, experiment=self.experiment,
+                                     code=self.codes[method.spec], config=self.config, drafter=drafter)
+                    if (case.case, method.spec) not in self.rows and self.store is not None:
+                        self.store.append(row)
+                    self.rows[(case.case, method.spec)] = row
+                    bar.update()
         self.seconds = time.perf_counter() - t0
 
     # -- what a report says around the tables (experiments.reporting.tables.report) ----------------

@@ -1,6 +1,6 @@
 """The one result row: a method on one case, as live runs, replays and the board write and read it.
 
-    row = case_result(case_id, category, turn, prompt_tokens, method, params, run, profile=profile, ...)
+    row = case_result(case_id, category, turn, prompt_tokens, method, params, result, profile=profile, ...)
     store.append(row)                       # JSON, one line per row
     row = CaseResult.from_json(line_dict)   # a missing or unknown field raises PLDError
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decoding.cost import estimated_times
+from decoding.generate import GenerationResult
 from experiments.benchmarks.prompts import group_of
-from experiments.running.methods import Run
 from lookup.cost import CostProfile
 from lookup.errors import PLDError
 
@@ -100,38 +100,42 @@ class CaseResult:
         return cls(**data)
 
 
-def case_result(case_id: str, category: str, turn: int, prompt_tokens: int, method: str, params: dict, run: Run, *,
-                profile: CostProfile | None, experiment: str, code: str, with_prefill: bool = True,
-                reference: CaseResult | None = None, identical: bool | None = None, mismatch: str | None = None,
-                measured: bool = True, keep_tokens: bool = True, config: dict | None = None,
-                git_sha: str | None = None) -> CaseResult:
-    """Build the row of ``run``: the one place a run's numbers become a row.
+def case_result(case_id: str, category: str, turn: int, prompt_tokens: int, method: str, params: dict,
+                result: GenerationResult, *, profile: CostProfile | None, experiment: str, code: str,
+                has_drafter: bool = True, with_prefill: bool = True, reference: CaseResult | None = None,
+                identical: bool | None = None, mismatch: str | None = None, measured: bool = True,
+                keep_tokens: bool = True, config: dict | None = None, git_sha: str | None = None) -> CaseResult:
+    """Build the row of ``result`` (one generation: its tokens and stats): the one place a run's
+    numbers become a row.
 
     ``profile`` prices the run's per-step records (``with_prefill=False`` rates the decoding phase
-    alone, as the board does); ``reference`` is the row of the method speedups are measured
-    against on this case (None: this run is the reference); ``measured=False`` marks a replay,
-    whose wall time is not a generation's and is not recorded.
+    alone, as the board does); ``has_drafter=False`` marks transformers' references
+    (:data:`experiments.running.methods.REFERENCES`), which have no drafter time and report no
+    forward time; ``reference`` is the row of the method speedups are measured against on this
+    case (None: this run is the reference); ``measured=False`` marks a replay, whose wall time is
+    not a generation's and is not recorded.
     """
-    steps = run.steps
+    stats, new_tokens = result.stats, len(result.tokens)
+    steps = stats.steps
     if steps and profile is not None:
-        plain, spent = estimated_times(steps, profile, with_prefill=with_prefill, prefill_rows=run.top_rows > 0)
+        plain, spent = estimated_times(steps, profile, with_prefill=with_prefill, prefill_rows=stats.top_rows > 0)
     else:
         plain = spent = None
     speedup = None
     if measured and reference is None:  # the reference itself
         speedup = 1.0
-    elif measured and reference.wall_s and reference.new_tokens and run.wall_s > 0:
+    elif measured and reference.wall_s and reference.new_tokens and stats.wall_s > 0:
         # a throughput ratio: the wall-time ratio when outputs match (greedy), and still fair when
         # sampled outputs differ in length from the reference's
-        speedup = (run.new_tokens / run.wall_s) / (reference.new_tokens / reference.wall_s)
+        speedup = (new_tokens / stats.wall_s) / (reference.new_tokens / reference.wall_s)
     return CaseResult(
         case=case_id, category=category, turn=turn, method=method, params=params, prompt_tokens=prompt_tokens,
-        new_tokens=run.new_tokens, forwards=run.forwards, drafted=run.drafted, accepted=run.accepted,
-        drafter_us_per_step=1e6 * run.drafter_s / max(run.forwards, 1) if run.has_drafter else None,
-        wall_s=run.wall_s if measured else None, forward_s=run.forward_s if measured and run.has_drafter else None,
+        new_tokens=new_tokens, forwards=stats.forwards, drafted=stats.drafted, accepted=stats.accepted,
+        drafter_us_per_step=1e6 * stats.drafter_s / max(stats.forwards, 1) if has_drafter else None,
+        wall_s=stats.wall_s if measured else None, forward_s=stats.forward_s if measured and has_drafter else None,
         speedup=speedup, est_plain_s=plain, est_run_s=spent, identical=identical, mismatch=mismatch,
         accepted_lengths=[s.accepted for s in steps], drafted_lengths=[s.drafted for s in steps],
-        contexts=[s.context for s in steps], tokens=list(run.tokens) if keep_tokens else [],
+        contexts=[s.context for s in steps], tokens=list(result.tokens) if keep_tokens else [],
         profile=profile.model if profile is not None and steps else None,
         experiment=experiment, code=code, git_sha=git_sha, time=time.time(), config=dict(config or {}),
     )

@@ -23,7 +23,6 @@ from experiments.competition import render
 from experiments.competition.board import Board
 from experiments.competition.sandbox import Evaluation, Submission
 from experiments.competition.scoring import benchmark_info, board_rows, cost_aware_oracle_speedup, oracle_rows
-from experiments.running.methods import Run
 from experiments.running.replay import replay_case
 from lookup.cost import CPU_SMOLLM2, CostProfile
 
@@ -62,7 +61,7 @@ def test_oracle_is_a_ceiling_for_every_drafter(sets):
             out = replay_case(case, make(), profile)
             for s in out.stats.steps:
                 s.drafter_s = 0.0  # the oracle's ceiling is about drafts, not about drafter time
-            row, row_gpu = board_rows(case, name, {}, Run.of(out), profile)
+            row, row_gpu = board_rows(case, name, {}, out, profile)
             assert oracle.forwards <= row.forwards, (name, case.case)
             assert best >= row.est_speedup - 1e-9, (name, case.case)
             assert oracle_gpu.est_speedup >= row_gpu.est_speedup - 1e-9, (name, case.case)
@@ -148,7 +147,7 @@ def test_an_exception_mid_run_leaves_a_valid_board(tmp_path, sets, monkeypatch):
         lb.run_baselines(board, sets, info, QUICK, names=["none", "unfold", "voting"], say=lambda *_: None)
     entries = json.loads(board.path.read_text())["entries"]
     assert [(e["name"], e["status"], e["reason"]) for e in entries] == [
-        ("none", "disqualified", "crash: the process killed by SIGSEGV during propose")]
+        ("plain", "disqualified", "crash: the process killed by SIGSEGV during propose")]
 
 
 # -- the CLI ----------------------------------------------------------------------------------------------------
@@ -302,12 +301,12 @@ def test_a_baseline_is_scored_again_only_when_its_code_changed(tmp_path, sets, m
     board = Board(tmp_path)
     info = benchmark_info(sets, "toy")
     first = lb.run_baselines(board, sets, info, QUICK, names=["none"], say=lambda *_: None)
-    assert [e["name"] for e in first] == ["none"] and first[0]["code"]
+    assert [e["name"] for e in first] == ["plain"] and first[0]["code"]  # none is plain's alias
     assert lb.run_baselines(board, sets, info, QUICK, names=["none"], say=lambda *_: None) == []
     monkeypatch.setattr(lb, "code_key", lambda *a, **k: "edited")
     again = lb.run_baselines(board, sets, info, QUICK, names=["none"], say=lambda *_: None)
     assert [e["code"] for e in again] == ["edited"]
-    assert [e["name"] for e in board.entries(info["hash"])] == ["none"]  # replaced, not added
+    assert [e["name"] for e in board.entries(info["hash"])] == ["plain"]  # replaced, not added
     # a built-in disqualified by a stall of the machine is tried again at the next build
     with board.editing() as data:
         data["entries"][0].update(status="disqualified", reason="slow: extend took 60 ms (limit 50 ms)")

@@ -1,5 +1,6 @@
 """rows.py: the one result row. JSON round trip, a strict reader, and ``case_result`` as the one
-place a Run's numbers become a row (drafter time, speedup, estimated times)."""
+place a generation's numbers (``decoding.generate.GenerationResult``) become a row (drafter time,
+speedup, estimated times)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from decoding.generate import StepRecord
-from experiments.running.methods import Run
+from decoding.generate import GenerationResult, Stats, StepRecord
 from experiments.running.rows import CaseResult, case_result
 from lookup.cost import CostProfile
 from lookup.errors import PLDError
@@ -116,21 +116,27 @@ def test_derived_properties():
 STEPS = [StepRecord(10, 3, 2, 3, 0.001, 0.5), StepRecord(13, 4, 4, 5, 0.002, 0.5)]
 
 
-def drafter_run(wall_s: float = 2.0, tokens: int = 8, steps=STEPS, top_rows: int = 0) -> Run:
-    return Run(tokens=list(range(tokens)), wall_s=wall_s, forwards=len(steps), drafted=sum(s.drafted for s in steps),
-               accepted=sum(s.accepted for s in steps), drafter_s=sum(s.drafter_s for s in steps),
-               forward_s=sum(s.forward_s for s in steps), steps=list(steps), top_rows=top_rows, has_drafter=True)
+def drafter_run(wall_s: float = 2.0, tokens: int = 8, steps=STEPS, top_rows: int = 0) -> GenerationResult:
+    stats = Stats(new_tokens=tokens, forwards=len(steps), drafted=sum(s.drafted for s in steps),
+                  accepted=sum(s.accepted for s in steps), drafter_s=sum(s.drafter_s for s in steps),
+                  forward_s=sum(s.forward_s for s in steps), top_rows=top_rows, wall_s=wall_s, steps=list(steps))
+    return GenerationResult(list(range(tokens)), stats, "length")
 
 
-def reference_run(wall_s: float = 4.0, tokens: int = 8) -> Run:
+def reference_run(wall_s: float = 4.0, tokens: int = 8) -> GenerationResult:
     """transformers' generate: no drafter, no per-step records."""
-    return Run(tokens=list(range(tokens)), wall_s=wall_s, forwards=tokens)
+    return GenerationResult(list(range(tokens)), Stats(new_tokens=tokens, forwards=tokens, wall_s=wall_s), "length")
 
 
-def row_of(run: Run, **kwargs) -> CaseResult:
+def row_of(run: GenerationResult, method: str = "m", **kwargs) -> CaseResult:
     kwargs.setdefault("profile", None)
-    return case_result("code-edit/000", "code-edit", 1, 10, "m", {"drafter": "m"}, run, experiment="e", code="k",
-                       **kwargs)
+    return case_result("code-edit/000", "code-edit", 1, 10, method, {"drafter": method}, run, experiment="e",
+                       code="k", **kwargs)
+
+
+def reference_row(run: GenerationResult | None = None, **kwargs) -> CaseResult:
+    """The row of transformers' greedy generate (a reference: no drafter)."""
+    return row_of(run or reference_run(), method="hf-greedy", has_drafter=False, **kwargs)
 
 
 def test_case_result_copies_the_run():
@@ -150,30 +156,34 @@ def test_case_result_copies_the_run():
 def test_drafter_time_is_per_forward_in_microseconds():
     # 0.003 s of drafter time over 2 forwards = 1500 µs per step (counted once, converted once)
     assert row_of(drafter_run()).drafter_us_per_step == pytest.approx(1500.0)
-    run = dataclasses.replace(drafter_run(), drafter_s=0.5, forwards=4)
+    run = drafter_run()
+    run.stats = dataclasses.replace(run.stats, drafter_s=0.5, forwards=4)
     assert row_of(run).drafter_us_per_step == pytest.approx(125_000.0)
     # no drafter (transformers' references): no drafter time and no forward time, not 0
-    ref = row_of(reference_run())
+    ref = reference_row()
     assert ref.drafter_us_per_step is None and ref.forward_s is None
+    # what decides it is the method (has_drafter), not what the run happens to hold
+    assert row_of(reference_run()).drafter_us_per_step == 0.0
+    assert reference_row(drafter_run()).drafter_us_per_step is None and reference_row(drafter_run()).forward_s is None
 
 
 def test_the_reference_has_speedup_one():
-    assert row_of(reference_run()).speedup == 1.0
+    assert reference_row().speedup == 1.0
     assert row_of(drafter_run()).speedup == 1.0
 
 
 def test_speedup_is_a_throughput_ratio_against_the_reference_row():
-    ref = row_of(reference_run(wall_s=4.0, tokens=100))  # 25 tokens/s
+    ref = reference_row(reference_run(wall_s=4.0, tokens=100))  # 25 tokens/s
     assert row_of(drafter_run(wall_s=2.0, tokens=60), reference=ref).speedup == pytest.approx(1.2)  # 30 tokens/s
     # same tokens: the wall-time ratio
     assert row_of(drafter_run(wall_s=1.0, tokens=100), reference=ref).speedup == pytest.approx(4.0)
     # a reference with no wall time (a replay's row) measures nothing
-    replayed = row_of(reference_run(), measured=False)
+    replayed = reference_row(measured=False)
     assert row_of(drafter_run(), reference=replayed).speedup is None
 
 
 def test_a_replay_is_not_measured():
-    ref = row_of(reference_run())
+    ref = reference_row()
     for reference in (None, ref):
         row = row_of(drafter_run(), reference=reference, measured=False, profile=CostProfile.flat(64))
         assert row.speedup is None and row.wall_s is None and row.forward_s is None and row.replay

@@ -1,0 +1,74 @@
+"""Who serves each request of a benchmark: a fresh drafter per request, or one drafter for a stream.
+
+    for trace_set, case, profile, drafter in serve_traces(sets, method.make):  # a fresh drafter per case
+    for served in serve_traces(sets, method.make, stream=True):  # one drafter, in the benchmark's order
+    for case, drafter in serve(cases, make, stream=stream):      # any requests (a live comparison's)
+
+Per request, each case gets a drafter of its own, made with the cost profile it is priced under,
+so nothing one case teaches a drafter reaches another. As a stream (``--stream``), one drafter,
+made once, serves every case in the benchmark's order (:func:`experiments.benchmarks.traces.in_order`)
+with ``reset`` starting each request, as a server answering a stream of requests would: a drafter
+that keeps a history across requests learns from earlier cases only, never the current case's
+future. Every loop over a benchmark (replay, explain, the acceptance fits, the live comparison, the
+sandboxed evaluation) takes its drafters from here, so the two settings mean the same everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence, TypeVar
+
+from experiments.benchmarks.traces import TraceCase, TraceSet, in_order
+from lookup.cost import CostProfile
+
+R = TypeVar("R")  # a request: a trace case, a live comparison's case
+D = TypeVar("D")  # what serves it: a drafter (or a sandbox holding one, or one drafter per method)
+
+
+def serve(requests: Iterable[R], make: Callable[[R], D], *, stream: bool = False,
+          needed: Callable[[R], bool] | None = None) -> Iterator[tuple[R, D]]:
+    """Each request of ``requests``, in their order, with what serves it.
+
+    Per request: ``make(request)`` for each, made as it comes up, and only for the requests that
+    ``needed`` accepts (the others are skipped: a caller's stored rows answer them). As a
+    ``stream``: ``make(first request)``, made once, serves every request, ``needed`` or not: what
+    the drafter knows at a case is what every earlier case left it.
+    """
+    shared: list[D] = []  # the stream's one server, once made
+    for request in requests:
+        if stream:
+            if not shared:
+                shared.append(make(request))
+            yield request, shared[0]
+        elif needed is None or needed(request):
+            yield request, make(request)
+
+
+class Served(NamedTuple):
+    """One case of a benchmark, the profile it is priced under, and the drafter that serves it."""
+
+    trace_set: TraceSet
+    case: TraceCase
+    profile: CostProfile
+    drafter: Any  # what ``make`` returned (a NamedTuple is generic only from Python 3.11)
+
+
+def serve_traces(sets: Sequence[TraceSet], make: Callable[[CostProfile], D], *, stream: bool = False,
+                 profile: CostProfile | None = None,
+                 needed: Callable[[TraceCase], bool] | None = None) -> Iterator[Served]:
+    """The cases of ``sets`` with the drafter that serves each (:func:`serve`), each priced by
+    ``profile`` or else its set's own.
+
+    Per request: the sets in the order given, and a fresh ``make(case's profile)`` for each case
+    ``needed`` accepts. As a ``stream``: the sets in the benchmark's order, every case served by one
+    ``make(profile or the first set's profile)`` (a benchmark has one profile).
+    """
+    ordered = in_order(sets) if stream else list(sets)
+    first = (profile or ordered[0].profile) if ordered else None
+
+    def make_for(request: tuple[TraceSet, TraceCase]) -> D:
+        return make(first if stream else profile or request[0].profile)
+
+    requests = ((trace_set, case) for trace_set in ordered for case in trace_set.cases)
+    wanted = None if needed is None else (lambda request: needed(request[1]))
+    for (trace_set, case), drafter in serve(requests, make_for, stream=stream, needed=wanted):
+        yield Served(trace_set, case, profile or trace_set.profile, drafter)
