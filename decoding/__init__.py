@@ -19,7 +19,6 @@ from decoding.generate import GenerationResult, Stats, StepRecord, generate
 from decoding.target import Scores, Target
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time these come from __getattr__
-    from decoding import integrations
     from decoding.devices import default_device
     from decoding.loading import cache_dir, load_model
     from decoding.model_target import ModelTarget

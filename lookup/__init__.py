@@ -11,7 +11,7 @@ import sys as _sys
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.errors import PLDError
-from lookup.registry import (UnknownDrafterError, available, builtin_names, create, get, register,
+from lookup.registry import (UnknownDrafterError, available, builtin_names, canonical, create, get, register,
                              trusted_names, unknown_name)
 
 # Built-in drafters register themselves on import.
@@ -36,6 +36,7 @@ __all__ = [
     "UnknownDrafterError",
     "available",
     "builtin_names",
+    "canonical",
     "create",
     "get",
     "register",

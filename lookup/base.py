@@ -127,7 +127,8 @@ class Drafter(abc.ABC):
 
     Capabilities are declared here, never guessed from attribute or parameter names:
     :attr:`wants_top` (reads the target's top ids), :attr:`uses_profile` (takes the target's
-    cost profile), :meth:`match_length` (reports the match behind its draft), :meth:`evidence`
+    cost profile), :meth:`fitted_on` (reads models fitted on a benchmark), :meth:`match_length`
+    (reports the match behind its draft), :meth:`evidence`
     (reports what its index knows of a draft) and :meth:`keeps_history` (carries a history from one
     request to the next).
     """
@@ -217,6 +218,15 @@ class Drafter(abc.ABC):
         by its statistics alone (at :meth:`match_length`). Arrays may be the drafter's scratch, valid
         until its next call. ``tests/lookup/test_contract.py`` checks every drafter that reports it.
         """
+        return None
+
+    def fitted_on(self) -> str | None:
+        """The hash of the benchmark whose traces the numbers this drafter reads were fitted on (the
+        acceptance models' fit file: :class:`lookup.acceptance.Fits`), or None (the default) when it
+        reads none. Such a drafter's constructor takes ``fits``: a path to a fit file or the file's
+        content as a dict. Numbers fitted on a benchmark flatter a score on that same benchmark, so
+        the board scores such a drafter there cross-fitted too: each half of the cases with a fit
+        made on the other half (``experiments/competition/cross_fit.py``)."""
         return None
 
     def keeps_history(self) -> bool:

@@ -16,6 +16,9 @@ ENTRY_POINT_GROUP = "pld_lab.drafters"
 PEER_PREFIX = "peer:"
 
 _REGISTRY: dict[str, type[Drafter]] = {}
+#: other names of registered drafters (``none`` for ``plain``): they create the same class, and are
+#: never listed, so that nothing is listed (or scored on the board) twice
+_ALIASES: dict[str, str] = {}
 #: names registered while plug-ins were being imported: never among the trusted names
 _PLUGINS: set[str] = set()
 _loading_plugins = False
@@ -41,8 +44,9 @@ def unknown_name(kind: str, name: str, choices: Iterable[str]) -> str:
     return f"unknown {kind} {name!r}; {hint}available: {', '.join(names) if names else '(none)'}"
 
 
-def register(name: str) -> Callable[[T], T]:
-    """Class decorator: make a :class:`Drafter` subclass available as ``create(name)``."""
+def register(name: str, aliases: Iterable[str] = ()) -> Callable[[T], T]:
+    """Class decorator: make a :class:`Drafter` subclass available as ``create(name)`` (and as
+    ``create(alias)`` for each of ``aliases``, which :func:`available` does not list)."""
 
     def deco(cls: T) -> T:
         if not (isinstance(cls, type) and issubclass(cls, Drafter)):
@@ -52,6 +56,8 @@ def register(name: str) -> Callable[[T], T]:
             raise ValueError(f"drafter name {name!r} is already taken by {existing.__qualname__}")
         cls.name = name
         _REGISTRY[name] = cls
+        for alias in aliases:
+            _ALIASES[alias] = name
         if _loading_plugins:
             _PLUGINS.add(name)
         return cls
@@ -92,6 +98,11 @@ def available(peers: bool = True) -> list[str]:
     return sorted(name for name in _REGISTRY if peers or not name.startswith(PEER_PREFIX))
 
 
+def canonical(name: str) -> str:
+    """The registered name behind ``name``: itself, or the name an alias stands for."""
+    return _ALIASES.get(name, name)
+
+
 def get(name: str) -> type[Drafter]:
     """The class registered as ``name``, or the one drafter a ``.py`` file at that path defines
     (``lookup.files``); unknown names raise with close suggestions."""
@@ -100,6 +111,7 @@ def get(name: str) -> type[Drafter]:
         if cls.name == Drafter.name:  # a file that does not @register its class
             cls.name = file_drafter_name(name)
         return cls
+    name = canonical(name)
     if name not in _REGISTRY:
         _load_entry_points()
     if name not in _REGISTRY:
@@ -161,7 +173,8 @@ def trusted_names() -> list[str]:
     """The drafters whose code ships with pld-lab: ours and the peers' ports (``lookup.peers``),
     registered by our own modules; never a plug-in, a drafter file or anything registered while
     plug-ins were imported. Lists what is registered now and imports nothing, so the competition's
-    parent can name what it may run in-process without running anyone's code."""
+    parent can name what it may run in-process without running anyone's code. (An alias is not
+    listed: :func:`canonical` names what it stands for.)"""
     return sorted(name for name, cls in _REGISTRY.items()
                   if name not in _PLUGINS and cls.__module__.split(".")[0] == "lookup")
 

@@ -19,6 +19,7 @@ JSON files' size and nesting, ``untrusted.py``) and a bad file is refused with o
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -26,7 +27,7 @@ import re
 import zlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import BinaryIO, Sequence
+from typing import BinaryIO, Collection, Sequence
 
 import numpy as np
 
@@ -347,3 +348,24 @@ def spread_cases(sets: Sequence[TraceSet], count: int) -> list[tuple[TraceSet, T
                 out.append((trace_set, trace_set.cases[i]))
         i += 1
     return out
+
+
+def prompt_of(case_id: str) -> str:
+    """The prompt a case is a turn of: ``"mt-bench/81#2"`` -> ``"mt-bench/81"`` (a one-turn case is its own)."""
+    return case_id.split("#", 1)[0]
+
+
+def halves(sets: Sequence[TraceSet]) -> tuple[frozenset[str], frozenset[str]]:
+    """The benchmark's cases (by id) in two halves: its prompts in the benchmark's order
+    (:func:`in_order`), taken alternately, so every task is split evenly and a prompt's turns stay
+    together (a second turn holds its first: the two halves share no text of one conversation)."""
+    prompts = list(dict.fromkeys(prompt_of(c.case) for s in in_order(sets) for c in s.cases))
+    first = {p for i, p in enumerate(prompts) if i % 2 == 0}
+    ids = [c.case for s in sets for c in s.cases]
+    return (frozenset(i for i in ids if prompt_of(i) in first), frozenset(i for i in ids if prompt_of(i) not in first))
+
+
+def subset(sets: Sequence[TraceSet], cases: Collection[str]) -> list[TraceSet]:
+    """The trace sets holding only the cases whose ids are in ``cases`` (sets left empty dropped)."""
+    out = [dataclasses.replace(s, cases=[c for c in s.cases if c.case in cases]) for s in sets]
+    return [s for s in out if s.cases]

@@ -93,6 +93,7 @@ def main_rows(entries: Sequence[dict], esc: Callable[[object], str] = clean) -> 
     oracle, ok, _ = ranked(entries)
     fresh = has_fresh(entries)
     headers = ["#", "entry", "kind", *(["fresh CPU (ranks)", "public CPU"] if fresh else ["est. speedup CPU"]),
+               "public CPU cross-fitted" if fresh else "CPU cross-fitted",
                "est. speedup GPU", *(["tau (public)", "of oracle gain (fresh)", "drafter µs/step (public)"] if fresh
                                      else ["tau", "of oracle gain", "drafter µs/step"]), "notes"]
     public = (lambda e: [_x(e.get("score_public"))]) if fresh else (lambda e: [])
@@ -101,17 +102,38 @@ def main_rows(entries: Sequence[dict], esc: Callable[[object], str] = clean) -> 
         aware = oracle.get("score_cost_aware")
         note = "knows the answer, drafts exactly the accepted run" + (
             f"; cost-aware: {_x(aware)} CPU" if aware else "")
-        rows.append(["-", ORACLE, "ceiling", _x(oracle.get("score")), *public(oracle), _x(oracle.get("score_gpu")),
+        rows.append(["-", ORACLE, "ceiling", _x(oracle.get("score")), *public(oracle), "-", _x(oracle.get("score_gpu")),
                      _f(oracle.get("tau")), "100%", "-", note])
         order.append(oracle)
     for rank, e in enumerate(ok, 1):
         gain = _gain(e, oracle)
         rows.append([str(rank), esc(e.get("name")), esc(e.get("kind", "?")), _x(e.get("score")), *public(e),
-                     _x(e.get("score_gpu")), _f(e.get("tau")),
+                     cross_fitted_cell(e), _x(e.get("score_gpu")), _f(e.get("tau")),
                      "-" if gain is None else f"{100 * gain:.0f}%".replace("-0%", "0%"),
                      _f(e.get("drafter_us_per_step"), 0), esc(_notes(e))])
         order.append(e)
     return headers, rows, order
+
+
+#: what the cross-fitted column says, under the Markdown board
+CROSS_FITTED_NOTE = ("*cross-fitted*: an entry of ours whose numbers were fitted on the public cases (`adaptive`'s"
+                     " acceptance models) scored on them again, each half of the cases with a fit made on the other"
+                     " half only; its public score beside it is in sample (`docs/competition.md`).")
+
+
+def _cross_fitted_score(entry: dict) -> float | None:
+    cross = entry.get("cross_fitted")
+    return cross.get("score") if isinstance(cross, dict) and cross.get("status") == "ok" else None
+
+
+def cross_fitted_cell(entry: dict) -> str:
+    """The public score of an entry whose numbers were fitted on the public cases, cross-fitted
+    (each half of the cases with a fit made on the other half: ``cross_fit.py``); "-" for the
+    others, whose public score is out of sample already."""
+    cross = entry.get("cross_fitted")
+    if not isinstance(cross, dict):
+        return "-"
+    return _x(_cross_fitted_score(entry)) if cross.get("status") == "ok" else "disqualified"
 
 
 def has_fresh(entries: Sequence[dict]) -> bool:
@@ -192,6 +214,13 @@ def entry_details(entry: dict, oracle: Sequence[dict], info: dict) -> str:
     """What ``show NAME`` prints: the entry beside the oracle, per group, and where it loses time
     against the cost-aware oracle (the parts add up to the gap; ``traces.py explain`` for any drafter)."""
     parts = [text_board([*oracle, entry], info)]
+    cross = entry.get("cross_fitted")
+    if isinstance(cross, dict) and cross.get("status") == "ok" and isinstance(cross.get("groups"), dict):
+        own = entry.get("groups") if isinstance(entry.get("groups"), dict) else {}
+        rows = [[clean(g, 60), _x((own.get(g) or {}).get("est_speedup")), _x((s or {}).get("est_speedup"))]
+                for g, s in cross["groups"].items() if isinstance(s, dict)]
+        parts += ["", f"{clean(entry.get('name'), 48)} cross-fitted (each half of the public cases with a fit made on "
+                      "the other half; docs/acceptance.md):", render(["group", "in sample", "cross-fitted"], rows)]
     gap = entry.get("oracle_gap")
     if isinstance(gap, dict) and gap:
         try:
@@ -236,7 +265,7 @@ def markdown(entries: Sequence[dict], info: dict) -> str:
         " under the CPU profile (forward cost by tokens verified, plus the drafter's own CPU time, reset"
         " included, as the parent measured it)" + (", on the fresh cases made at the build; the public"
         " benchmark's score beside it, and the other columns and tables of the public benchmark" if has_fresh(entries)
-        else "") + ". *of oracle gain* = (score - 1) / (oracle - 1).",
+        else "") + ". *of oracle gain* = (score - 1) / (oracle - 1). " + CROSS_FITTED_NOTE,
         "",
         render(headers, rows, markdown=True),
         "",
@@ -289,7 +318,8 @@ def markdown(entries: Sequence[dict], info: dict) -> str:
 def board_json(entries: Sequence[dict], info: dict) -> dict:
     """leaderboard.json: the same numbers as the tables, machine-readable."""
     oracle, ok, dq = ranked(entries)
-    keep = ("name", "kind", "score", "score_gpu", "score_public", "score_gpu_public", "flags", "stream", "beyond_share",
+    keep = ("name", "kind", "score", "score_gpu", "score_public", "score_gpu_public", "cross_fitted", "flags", "stream",
+            "beyond_share",
             "tau", "drafter_us_per_step", "rt_us_per_step", "reset_ms_per_case",
             "groups", "source", "params", "refused_count", "refused", "isolation", "full_isolation", "eval_s", "verify",
             "time", "git_sha")
@@ -391,7 +421,8 @@ def page(entries: Sequence[dict], info: dict, png: bytes | None) -> str:
     headers, rows, order = main_rows(entries)
     public = has_fresh(entries)
     sort_values = lambda e: ["", e["name"], e.get("kind", ""), e.get("score"),  # noqa: E731
-                             *([e.get("score_public")] if public else []), e.get("score_gpu"), e.get("tau"),
+                             *([e.get("score_public")] if public else []), _cross_fitted_score(e),
+                             e.get("score_gpu"), e.get("tau"),
                              _gain(e, oracle) if e is not oracle else 1.0, e.get("drafter_us_per_step"), ""]
 
     def cell(text, value) -> str:
@@ -403,7 +434,7 @@ def page(entries: Sequence[dict], info: dict, png: bytes | None) -> str:
         cls = "oracle" if e is oracle else html_text(e.get("kind", ""), 20)
         values = sort_values(e)
         values[0] = -1 if e is oracle else int(row[0])
-        body.append(f'<tr class="{cls}">' + "".join(cell(t, v) for t, v in zip(row, values)) + "</tr>")
+        body.append(f'<tr class="{cls}">' + "".join(cell(t, v) for t, v in zip(row, values, strict=True)) + "</tr>")
     gh, grows = group_rows(entries)
     group_body = ["<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in r) + "</tr>" for r in grows]
     info_lines = "".join(f"<li>{html_text(line, 1000)}</li>" for line in _benchmark_lines(info) if line)

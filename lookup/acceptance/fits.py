@@ -10,7 +10,7 @@ by a change of either is caught (``tests/lookup/acceptance/test_fits.py``). It i
 :data:`DECIMALS` places so that the file regenerates byte for byte.
 
 A target model without a fit of its own gets the embedded model's (:data:`DEFAULT_MODEL`): the
-features are the index's counts, not the model's, so that fit transfers (``docs/architecture.md``).
+features are the index's counts, not the model's, so that fit transfers (``docs/acceptance.md``).
 """
 
 from __future__ import annotations
@@ -48,25 +48,29 @@ class Fits:
     rows: dict = field(default_factory=dict)  # rows fitted on, per model and fit
     path: Path | None = None  # where it was read from (None: built in memory)
 
-    def to_json(self) -> str:
-        """The file's text: stable key order, rounded coefficients, one line per fit."""
+    def to_dict(self) -> dict:
+        """The file's content as a JSON-able dict (coefficients rounded to :data:`DECIMALS` places):
+        what :meth:`from_dict` reads back, and what ``adaptive:fits=...`` takes in place of a path."""
         def table(fits: dict) -> dict:
             return {name: {"coefficients": [round(float(c), DECIMALS) + 0.0 for c in coefficients],
                            "intercept": round(float(intercept), DECIMALS) + 0.0}
                     for name, (coefficients, intercept) in fits.items()}
-        data = {"format": FORMAT, "model": self.model, "benchmark": self.benchmark,
+        return {"format": FORMAT, "model": self.model, "benchmark": self.benchmark,
                 "written_by": "python experiments/traces.py fit-acceptance --write",
                 "settings": self.settings, "rows": self.rows,
                 "first": table(self.first), "later": table(self.later)}
+
+    def to_json(self) -> str:
+        """The file's text: stable key order, rounded coefficients, one line per fit."""
         # lists of numbers on one line each: a fit reads as a row, and a diff shows which changed
         return re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]",
-                      json.dumps(data, indent=1)) + "\n"
+                      json.dumps(self.to_dict(), indent=1)) + "\n"
 
     @classmethod
-    def from_json(cls, text: str, path: Path | None = None) -> "Fits":
+    def from_dict(cls, data: dict, path: Path | None = None) -> "Fits":
+        """The fits a fit file's content (:meth:`to_dict`) holds; anything else is a :class:`PLDError`."""
         where = path or "fits"
         try:
-            data = json.loads(text)
             if data.get("format") != FORMAT:
                 raise PLDError(f"{where}: fit format {data.get('format')!r}, this version reads {FORMAT}")
             tables = {model: {name: (np.array(fit["coefficients"], dtype=np.float64), float(fit["intercept"]))
@@ -75,6 +79,14 @@ class Fits:
                        tables["later"], dict(data.get("rows", {})), path)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise PLDError(f"{where}: not a fit file of the acceptance models ({type(exc).__name__}: {exc})") from None
+
+    @classmethod
+    def from_json(cls, text: str, path: Path | None = None) -> "Fits":
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise PLDError(f"{path or 'fits'}: not a fit file of the acceptance models (not JSON: {exc})") from None
+        return cls.from_dict(data, path)
 
     @classmethod
     def load(cls, path: str | Path) -> "Fits":

@@ -50,7 +50,7 @@ FITTED = {"first": (*SOURCES, WITH_HISTORY), "later": SOURCES}
 class Priors:
     """What the statistics assume before any observation, and how they bucket match lengths.
 
-    Chosen by hand, not fitted (``docs/architecture.md`` gives the replays that chose them); a fit
+    Chosen by hand, not fitted (``docs/acceptance.md`` gives the replays that chose them); a fit
     file records the priors it was fitted with, and a test fails when they differ from these.
     """
 

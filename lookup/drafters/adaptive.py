@@ -41,6 +41,14 @@ DEFAULT_BASE = "suffix-automaton"
 DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None, "fallback": False, "occurrences": 8}
 
 
+def _fits(fits: str | Path | dict) -> Fits:
+    if isinstance(fits, dict):
+        return Fits.from_dict(fits)
+    if isinstance(fits, (str, Path)):
+        return Fits.load(fits)
+    raise TypeError(f"fits must be a path to a fit file or its content (a dict), got {type(fits).__name__}")
+
+
 @dataclass(frozen=True)
 class Candidate:
     """The wrapped drafter's longest draft now, and what it is judged by."""
@@ -65,8 +73,9 @@ class AdaptiveDrafter(Drafter):
             statistics from one request to the next.
         first_token_model, chain_model: use the fitted first-node and later-nodes models where the
             wrapped drafter reports evidence; ``chain_model`` also plans a chain over later forwards.
-        fits: a fit file of the models (``traces.py fit-acceptance --write``); None: the shipped fit
-            of the profile's model, or the embedded model's when it has none (:func:`~lookup.acceptance.fits_for`).
+        fits: a fit file of the models (``traces.py fit-acceptance --write``), or its content as a
+            dict; None: the shipped fit of the profile's model, or the embedded model's when it has
+            none (:func:`~lookup.acceptance.fits_for`).
     """
 
     uses_profile = True
@@ -74,7 +83,7 @@ class AdaptiveDrafter(Drafter):
     def __init__(self, base: str | Drafter = DEFAULT_BASE, profile: CostProfile | str | None = None,
                  max_tokens: int = 32, prior_strength: float = 2.0, decay: float = 0.98,
                  base_params: dict | None = None, history: bool = False, first_token_model: bool = True,
-                 chain_model: bool = True, fits: str | Path | None = None) -> None:
+                 chain_model: bool = True, fits: str | Path | dict | None = None) -> None:
         super().__init__()
         if not isinstance(base, (str, Drafter)):
             # a spec's base=none parses to None: the plain drafter is base=plain
@@ -96,7 +105,8 @@ class AdaptiveDrafter(Drafter):
         self.chain_model = require_bool("chain_model", chain_model)
         models = self.reports_evidence and (self.first_token_model or self.chain_model)
         #: the fitted models' coefficients (None where no model reads them)
-        self.fits = Fits.load(fits) if fits is not None else fits_for(self.profile.model) if models else None
+        given = _fits(fits) if fits is not None else None  # read (and so checked) even where no model reads it
+        self.fits = (given or fits_for(self.profile.model)) if models else None
         self.model = AcceptanceModel(max_tokens, prior_strength, decay, self.fits,
                                      first_node=self.first_token_model and self.reports_evidence,
                                      later_nodes=self.chain_model and self.reports_evidence)
@@ -139,6 +149,10 @@ class AdaptiveDrafter(Drafter):
             self.model.learn_chain(row, full.tokens, sent, accepted, self._committed)
         else:
             self.model.learn_tree(row, full, self._committed)
+
+    def fitted_on(self) -> str | None:
+        """The benchmark its models' fit was made on (None where no model reads a fit)."""
+        return None if self.fits is None else self.fits.benchmark
 
     def match_length(self) -> int | None:
         """The wrapped drafter's match length (None when it reports none)."""

@@ -1,4 +1,7 @@
-"""The ``none`` drafter: never proposes anything, so the loop is plain greedy decoding."""
+"""The ``plain`` drafter (alias ``none``): never proposes anything, so the loop is plain greedy decoding.
+
+Named ``plain`` so that a spec's value parser, which reads ``none`` as Python's None
+(``adaptive:base=none``), cannot mistake it; ``none`` still creates it, as it always did."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.registry import register
 
 
-@register("none")
+@register("plain", aliases=("none",))
 class NoDrafter(Drafter):
     """Always proposes an empty draft: every step is an ordinary decoding step."""
 

@@ -85,7 +85,7 @@ def built(name: str) -> bool:
 
 
 def test_every_registered_name_is_covered():
-    assert {"none", "unfold", "suffix-automaton", "voting", "adaptive", "recycling"} <= set(CASES)
+    assert {"plain", "unfold", "suffix-automaton", "voting", "adaptive", "recycling"} <= set(CASES)
     assert set(lookup.available()) <= set(CASES)
 
 
@@ -135,10 +135,9 @@ def check_match_length(d: Drafter, context: list[int]) -> None:
     assert m is None or (isinstance(m, int) and 0 <= m <= len(context)), f"match_length() = {m!r}"
 
 
-@settings(max_examples=40, deadline=None)
-@given(prompt=token_lists, steps=st.lists(st.lists(symbols, min_size=1, max_size=3), max_size=8), budget=budgets)
-def test_propose_is_pure_and_wellformed(make, prompt, steps, budget):
-    """propose has no side effects: same answer twice, and later answers unaffected by it."""
+def twins(make: Callable[[], Drafter], prompt: list[int], steps: list[list[int]]):
+    """Two drafters fed the same sequence, one to probe and one left quiet, at the prompt and after
+    each step: yields (probed, quiet, the context so far)."""
     probed, quiet = make(), make()
     probed.reset(prompt)
     quiet.reset(prompt)
@@ -147,6 +146,14 @@ def test_propose_is_pure_and_wellformed(make, prompt, steps, budget):
         probed.extend(step)
         quiet.extend(step)
         context += step
+        yield probed, quiet, context
+
+
+@settings(max_examples=40, deadline=None)
+@given(prompt=token_lists, steps=st.lists(st.lists(symbols, min_size=1, max_size=3), max_size=8), budget=budgets)
+def test_propose_is_pure_and_wellformed(make, prompt, steps, budget):
+    """propose has no side effects: same answer twice, and later answers unaffected by it."""
+    for probed, quiet, context in twins(make, prompt, steps):
         check_match_length(probed, context)
         first = probed.propose(budget)
         second = probed.propose(budget)
@@ -405,3 +412,73 @@ def test_bool_parameters_refuse_other_values(name, value):
     for param in bool_parameters(name):
         with pytest.raises((TypeError, ValueError), match=param):
             lookup.create(name, **{param: value})
+
+
+# -- the evidence hook: what a drafter's index knows of its draft (lookup.base.Evidence) ------------------
+def reports_evidence(d: Drafter) -> bool:
+    """Whether the drafter's class declares the hook (overrides :meth:`Drafter.evidence`)."""
+    return type(d).evidence is not Drafter.evidence
+
+
+def check_agreement(agreement, n: int, context: list[int]) -> None:
+    if agreement is None:
+        return
+    assert isinstance(agreement, lookup.base.Agreement)
+    assert isinstance(agreement.match_length, int) and 0 <= agreement.match_length <= len(context)
+    for counts in (agreement.support, agreement.agree):
+        assert isinstance(counts, np.ndarray) and counts.dtype == np.int64 and counts.shape == (n,)
+    assert (agreement.agree >= 0).all() and (agreement.agree <= agreement.support).all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(prompt=token_lists, steps=st.lists(st.lists(symbols, min_size=1, max_size=3), max_size=6), budget=budgets)
+def test_evidence_is_a_wellformed_query_of_the_last_draft(make, prompt, steps, budget):
+    """A drafter that declares the hook reports, for the draft it just proposed, an Evidence with a
+    source of ``SOURCES``, a match no longer than the context and, for a chain, per-node counts of
+    its occurrences (``agree <= support``); asking changes no later draft. A drafter that does not
+    declare it reports None."""
+    for probed, quiet, context in twins(make, prompt, steps):
+        draft = probed.propose(budget)
+        evidence = probed.evidence(draft)
+        if not reports_evidence(probed):
+            assert evidence is None
+            continue
+        if evidence is None:
+            continue
+        assert isinstance(evidence, lookup.base.Evidence)
+        assert evidence.source in lookup.base.SOURCES
+        assert evidence.match_length is None or (isinstance(evidence.match_length, int)
+                                                 and 0 <= evidence.match_length <= len(context))
+        assert isinstance(evidence.second_index, bool)
+        if draft.is_chain:
+            check_agreement(evidence.own, len(draft), context)
+            check_agreement(evidence.other, len(draft), context)
+        assert same(probed.propose(budget), quiet.propose(budget))  # a query: nothing changed
+
+
+def test_the_default_drafter_of_our_index_reports_evidence():
+    """The hook is not dead code: the default base of ``adaptive`` declares it and reports counts."""
+    d = lookup.create("suffix-automaton", occurrences=8, fallback=False)
+    d.reset([1, 2, 3, 4, 1, 2, 3, 5, 1, 2])
+    draft = d.propose(4)
+    evidence = d.evidence(draft)
+    assert reports_evidence(d) and len(draft) and evidence is not None
+    assert evidence.match_length == 2 and evidence.own is not None and evidence.own.support[0] >= 1
+
+
+def test_fitted_on_names_a_benchmark_exactly_when_the_drafter_reads_a_fit(make):
+    """``fitted_on()`` is None, or the hash of the benchmark of the fit the drafter reads, and then its
+    constructor takes ``fits`` (the board hands the fold's fit there when it cross-fits)."""
+    d = make()
+    fitted = d.fitted_on()
+    assert fitted is None or (isinstance(fitted, str) and fitted)
+    if fitted is not None:
+        assert "fits" in inspect.signature(type(d)).parameters
+
+
+def test_adaptive_reads_the_shipped_fit_unless_no_model_reads_one():
+    from lookup.acceptance import default_fits
+
+    assert lookup.create("adaptive").fitted_on() == default_fits().benchmark
+    assert lookup.create("adaptive", first_token_model=False, chain_model=False).fitted_on() is None
+    assert lookup.create("adaptive", base="voting").fitted_on() is None  # no evidence: no model reads a fit

@@ -10,7 +10,7 @@ from lookup.base import EMPTY_DRAFT, Drafter
 
 
 def test_builtins_are_registered():
-    assert {"none", "unfold"} <= set(lookup.available())
+    assert {"plain", "unfold"} <= set(lookup.available())
 
 
 def test_unknown_name_lists_close_names():
@@ -131,4 +131,18 @@ def test_type_hints_and_defaults_judge_a_failing_value_and_extra_keywords_pass_t
 
 def test_a_failure_the_signature_cannot_explain_keeps_its_own_message():
     with pytest.raises(TypeError, match=r"^drafter 'adaptive': base must be a drafter name or instance"):
+        lookup.create("adaptive", base=None)
+
+
+def test_the_plain_drafter_is_plain_and_none_is_its_unlisted_alias():
+    """``none`` parses as Python's None in a spec's value (``adaptive:base=none``): the drafter is named
+    ``plain``; ``none`` still creates it, and is not listed (nothing is compared or scored twice)."""
+    from lookup.specs import parse_spec
+
+    assert type(lookup.create("none")) is type(lookup.create("plain")) and lookup.create("none").name == "plain"
+    assert "plain" in lookup.available() and "none" not in lookup.available()
+    assert "none" not in lookup.builtin_names() and lookup.canonical("none") == "plain"
+    assert parse_spec("adaptive:base=plain")[1] == {"base": "plain"}
+    assert lookup.create("adaptive", base="plain").propose(4).tokens.tolist() == []
+    with pytest.raises(TypeError, match="base=plain"):
         lookup.create("adaptive", base=None)

@@ -229,3 +229,23 @@ def test_code_key_follows_the_file_of_a_wrapped_drafter(tmp_path):
     assert code_key(lookup.create("adaptive", base=str(path))) == before
     path.write_text(source + "\n# edited\n")
     assert code_key(lookup.create("adaptive", base=str(path))) != before
+
+
+def test_code_key_follows_the_data_that_ships_with_the_code(tmp_path, monkeypatch):
+    """A refit acceptance fit (lookup/acceptance/fits/*.json) drafts otherwise: rows made with the old fit
+    are not reused."""
+    for package in store_module.CODE_PACKAGES:
+        (tmp_path / package).mkdir(parents=True)
+        (tmp_path / package / "code.py").write_text("x = 1\n")
+    fit = tmp_path / "lookup" / "acceptance" / "fits" / "model.hash.json"
+    fit.parent.mkdir(parents=True)
+    fit.write_text('{"intercept": 1.0}\n')
+    monkeypatch.setattr(store_module, "ROOT", tmp_path)
+    store_module._package_digest.cache_clear()
+    try:
+        before = code_key()
+        fit.write_text('{"intercept": 2.0}\n')
+        store_module._package_digest.cache_clear()
+        assert code_key() != before
+    finally:
+        store_module._package_digest.cache_clear()
