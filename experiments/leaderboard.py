@@ -4,6 +4,7 @@
     python experiments/leaderboard.py submit --entry-point my-drafter           # an installed plug-in
     python experiments/leaderboard.py show                                      # the board, in the terminal
     python experiments/leaderboard.py build [--examples] [--wandb offline] [--verify]
+    python experiments/leaderboard.py figures [--check]                          # the board's figures in the docs
 
 Every entry -- built-in baselines included -- is replayed over the same recorded greedy traces
 (``--traces DIR``, default: the embedded model's) in its own sandboxed process
@@ -27,11 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a
 
 from experiments.cli import guarded, quiet_libraries  # noqa: E402
 import decoding  # noqa: E402
+from experiments.benchmarks.paths import ROOT, portable_path  # noqa: E402
 from experiments.benchmarks.traces import default_folder, load_trace_sets  # noqa: E402
 from experiments.competition.board import DEFAULT_BOARD, Board, ranked  # noqa: E402
 from experiments.competition.entries import (check_name, ensure_oracle, one_line, run_baselines, run_peers,  # noqa: E402
                                              run_examples, run_fresh, run_submission, shown_entries, verify_entries,
                                              verify_prompts)
+from experiments.competition.figures import count_regions, update_files  # noqa: E402
 from experiments.competition.render import entry_details, text_board, write_outputs  # noqa: E402
 from experiments.competition.flags import flags_alone  # noqa: E402
 from experiments.competition.fresh_cases import DEFAULT_PER_TASK, draw_seed, fresh_info, record_fresh  # noqa: E402
@@ -97,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", default=None, help="record into this folder (default: a new temporary one, so "
                                                "nothing recorded before is reused)")
     common(c)
+
+    f = sub.add_parser("figures", help="render the board's figures into README.md and docs/*.md "
+                                       "(the regions between <!-- figures:NAME --> markers)")
+    f.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 naming each region that differs from the board")
+    f.add_argument("--root", default=None, help="the checkout whose README.md and docs/*.md to render (default: this one)")
+    common(f, traces=False)
     return p
 
 
@@ -283,7 +293,21 @@ def cmd_check_fresh(args, board: Board) -> int:
     return 0
 
 
-COMMANDS = {"submit": cmd_submit, "show": cmd_show, "build": cmd_build, "check-fresh": cmd_check_fresh}
+def cmd_figures(args, board: Board) -> int:
+    """Rewrite (or with --check, compare) the board's figures in README.md and docs/*.md."""
+    root = Path(args.root) if args.root else ROOT
+    differ = update_files(board, root, check=args.check)
+    source = clean(portable_path(board.path), 200)
+    for where, name in differ:  # one line per region
+        print(f"{where}: figures:{name} differs from {source} (`leaderboard.py figures` renders it)" if args.check
+              else f"{where}: figures:{name} rewritten from {source}")
+    if not differ:
+        print(f"{count_regions(root)} figures regions agree with {source}")
+    return 1 if args.check and differ else 0
+
+
+COMMANDS = {"submit": cmd_submit, "show": cmd_show, "build": cmd_build, "check-fresh": cmd_check_fresh,
+            "figures": cmd_figures}
 
 
 if __name__ == "__main__":

@@ -1,0 +1,430 @@
+"""The board's figures in README.md and docs/*.md, rendered from ``leaderboard/board.json``.
+
+    regions = find_regions(text, "README.md")             # the marked regions of one file
+    changed = update_files(board, root, check=True)       # (file, region) pairs that differ from the board
+
+A region is whatever lies between two marker comments, each on a line of its own::
+
+    <!-- figures:board -->
+    (rendered text)
+    <!-- /figures:board -->
+
+and :data:`REGIONS` names what each region shows; the prose around it is left alone.
+``python experiments/leaderboard.py figures`` rewrites the regions of README.md and docs/*.md
+(not docs/notes/: dated notes keep the figures measured then) and names those that changed;
+``--check`` writes nothing and names each region that differs from the board (the figures test
+runs it on the checkout, so a board rebuilt without its figures fails it).
+
+The board file is data, not trusted: it is read by :class:`~experiments.competition.board.Board`
+(size, depth and shape checked) and shown as every view shows it
+(:func:`~experiments.competition.entries.shown_entries`: ranked by fresh cases where there are
+some); every number is formatted here from a JSON number (anything else shows as ``-``) and every
+text goes through :func:`~experiments.competition.text.markdown`, as in LEADERBOARD.md.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from experiments.benchmarks.paths import ROOT
+from experiments.competition.board import Board, atomic_write, ranked
+from experiments.competition.entries import shown_entries
+from experiments.competition.render import PEER, split_peers
+from experiments.competition.text import clean
+from experiments.competition.text import markdown as md
+from experiments.reporting.summary import oracle_gain
+from experiments.reporting.tables import render
+from experiments.running.explain import PARTS
+from lookup.errors import PLDError
+from lookup.registry import unknown_name
+
+#: our entries whose per-group figures docs/oracle-gap.md shows
+ADAPTIVE = ("adaptive", "adaptive:history=true")
+#: the marker comments: ``<!-- figures:NAME -->`` opens a region, ``<!-- /figures:NAME -->`` closes it
+MARKER = re.compile(r"^[ \t]*<!--[ \t]*(/?)figures:([^ \t>]*)[ \t]*-->[ \t]*$", re.M)
+#: the rendered text of a region is never longer than this (a hostile board holds names, not pages)
+REGION_CHARS = 20_000
+
+
+# -- numbers and names, as the views show them ------------------------------------------------------------
+def _num(value) -> float | None:
+    """A finite JSON number, else None (a string, a bool, NaN or a missing field shows as "-")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _x(value) -> str:
+    v = _num(value)
+    return "-" if v is None else f"{v:.3f}x"
+
+
+def _pct(value) -> str:
+    v = _num(value)
+    return "-" if v is None else f"{100 * v + 0.0:.0f}%".replace("-0%", "0%")
+
+
+def _name(entry: dict | None) -> str:
+    return md((entry or {}).get("name"), 48) or "-"
+
+
+def _group(entry: dict | None, group: str) -> dict:
+    g = ((entry or {}).get("groups") or {})
+    g = g.get(group) if isinstance(g, dict) else None
+    return g if isinstance(g, dict) else {}
+
+
+def _cross(entry: dict | None) -> dict:
+    """An entry's cross-fitted figures (for an entry whose numbers were fitted on the benchmark), or {}."""
+    c = (entry or {}).get("cross_fitted")
+    return c if isinstance(c, dict) else {}
+
+
+def _speedup_and_share(speedup, oracle) -> str:
+    s = _num(speedup)
+    if s is None:
+        return "-"
+    share = oracle_gain(s, _num(oracle))
+    return f"{_x(s)} ({_pct(share)})" if share is not None else _x(s)
+
+
+# -- what the regions read --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class View:
+    """The board's public benchmark as every view shows it: entries ranked by their fresh scores
+    where fresh cases are linked (the public ones then in ``score_public``), and its info."""
+
+    entries: list[dict]
+    info: dict
+
+    @property
+    def fresh(self) -> bool:
+        return isinstance(self.info.get("fresh_link"), dict)
+
+    @property
+    def oracle(self) -> dict | None:
+        return ranked(self.entries)[0]
+
+    def ranking(self, pool: Sequence[dict] | None = None) -> list[dict]:
+        """The entries that scored (of ``pool``, default all), best first."""
+        return ranked(self.entries if pool is None else pool)[1]
+
+    def ours(self) -> list[dict]:
+        return self.ranking(split_peers(self.entries)[0])
+
+    def peers(self) -> list[dict]:
+        return self.ranking(split_peers(self.entries)[1])
+
+    def public(self, entry: dict | None, key: str = "score"):
+        """An entry's score on the public benchmark (``score_public`` once fresh scores rank)."""
+        if entry is None:
+            return None
+        return entry.get(f"{key}_public") if self.fresh else entry.get(key)
+
+    def named(self, name: str) -> dict | None:
+        return next((e for e in self.ranking() if e.get("name") == name), None)
+
+    def groups(self) -> list[str]:
+        return sorted({g for e in self.entries for g in (e.get("groups") or {}) if isinstance(g, str)})
+
+
+def public_benchmark(data: dict) -> str:
+    """The benchmark the figures show: the public one of the board (a fresh benchmark is shown
+    through the public one it is linked to), the one with the newest entries if there are several."""
+    links = data.get("fresh") if isinstance(data.get("fresh"), dict) else {}
+    fresh = {link.get("hash") for link in links.values() if isinstance(link, dict)}
+    newest: dict[str, str] = {}
+    for e in data["entries"]:
+        bench = e.get("benchmark")
+        if isinstance(bench, str) and bench not in fresh:
+            newest[bench] = max(newest.get(bench, ""), str(e.get("time") or ""))
+    if not newest:
+        raise PLDError("the board holds no entries; run `python experiments/leaderboard.py build`")
+    public = [b for b in newest if isinstance(info := data["benchmarks"].get(b), dict) and info.get("public") is True]
+    public = public or list(newest)
+    return max(public, key=lambda b: (newest[b], b))
+
+
+def load_view(board: Board) -> View:
+    """The view of ``board``'s public benchmark; one-line errors for a missing, empty or malformed board."""
+    if not board.path.is_file():
+        raise PLDError(f"no board file at {clean(board.path)}; run `python experiments/leaderboard.py build`")
+    bench = public_benchmark(board.load())
+    entries, info = shown_entries(board, bench)
+    try:
+        ranked(entries)  # sorts by score: a score that is not a number fails here, not in a view
+    except TypeError:
+        raise PLDError(f"{clean(board.path)} is not a board file: a score of benchmark {clean(bench, 64)} "
+                       "is not a number") from None
+    return View(entries, info)
+
+
+# -- the regions ------------------------------------------------------------------------------------------
+def _caption(view: View) -> str:
+    info = view.info
+    cases = _num(info.get("cases"))
+    text = (f"From the board (`leaderboard/board.json`): benchmark {md(info.get('hash'), 64)}"
+            + (f", {cases:.0f} public cases" if cases is not None else ""))
+    link = info.get("fresh_link")
+    if isinstance(link, dict):
+        n = _num(link.get("cases"))
+        text += (f"; ranked by {f'{n:.0f} ' if n is not None else ''}fresh cases made at the build of "
+                 f"{md(str(link.get('time') or '?')[:10], 20)} (seed {md(link.get('seed'), 24)})")
+    return text + ". Estimated speedup over plain greedy decoding under the benchmark's CPU cost profile."
+
+
+def region_board(view: View) -> str:
+    """The board, our entries and the peers together: rank, scores, and the share of the oracle's gain.
+    An entry whose numbers were fitted on the benchmark shows its cross-fitted public score beside
+    the in-sample one."""
+    oracle = view.oracle
+    entries = view.ranking()
+    cross = any(_num(_cross(e).get("score")) is not None for e in entries)
+    scores = ["fresh CPU (ranks)", "public CPU"] if view.fresh else ["CPU"]
+    headers = ["#", "entry", "kind", *scores, *(["public CPU, cross-fitted"] if cross else []),
+               "of oracle gain" + (" (fresh)" if view.fresh else "")]
+
+    def row(rank: str, e: dict, kind: str) -> list[str]:
+        cells = [rank, _name(e), kind, _x(e.get("score"))]
+        if view.fresh:
+            cells.append(_x(e.get("score_public")))
+        if cross:
+            cells.append(_x(_cross(e).get("score")))
+        gain = 1.0 if e is oracle else oracle_gain(_num(e.get("score")), _num((oracle or {}).get("score")))
+        return cells + [_pct(gain)]
+
+    rows = [row("-", oracle, "ceiling")] if oracle else []
+    rows += [row(str(i), e, md(e.get("kind", "?"), 20)) for i, e in enumerate(entries, 1)]
+    return _caption(view) + "\n\n" + render(headers, rows, markdown=True)
+
+
+def _group_table(view: View, columns: Sequence[tuple[str, Callable[[str], dict | None], bool]],
+                 overall: Sequence[dict | None], ratio: str | None = None) -> str:
+    """Per task group: the oracle, then each column's entry (chosen per group) with its speedup and
+    share of the oracle's gain in that group (and its name, where the column says so), and its
+    cross-fitted figures where it has them; the last row is the public score (geometric mean over
+    groups) of ``overall``'s entries. ``ratio``: a last column, the first column's speedup over the
+    second's."""
+    oracle = view.oracle
+    groups = view.groups()
+    cross = [any(_num(_group(_cross(pick(g)), g).get("est_speedup")) is not None for g in groups)
+             for _, pick, _ in columns]
+    headers = ["group", "oracle"]
+    for (title, _, _), c in zip(columns, cross):
+        headers += [title] + ([f"{title}, cross-fitted"] if c else [])
+    rows = []
+    for g in [*groups, None]:  # None: the public score over all groups
+        picked = [pick(g) for _, pick, _ in columns] if g is not None else list(overall)
+        speed = (lambda e: _group(e, g).get("est_speedup")) if g is not None else view.public  # noqa: E731
+        cross_speed = ((lambda e: _group(_cross(e), g).get("est_speedup")) if g is not None  # noqa: E731
+                       else (lambda e: _cross(e).get("score")))
+        o = speed(oracle) if oracle else None
+        cells = [md(g, 60) if g is not None else "all (geo mean)", _x(o)]
+        for e, c, (_, _, named) in zip(picked, cross, columns):
+            s = speed(e) if e is not None else None
+            shown = _speedup_and_share(s, o)
+            cells.append("-" if _num(s) is None else f"{_name(e)} {shown}" if named else shown)
+            if c:
+                cells.append(_speedup_and_share(cross_speed(e), o) if e is not None else "-")
+        if ratio:
+            a, b = (_num(speed(e)) if e is not None else None for e in picked[:2])
+            cells.append(f"{a / b:.2f}" if a and b else "-")
+        rows.append(cells)
+    return render(headers + ([ratio] if ratio else []), rows, markdown=True)
+
+
+def _best_in(pool: Sequence[dict], group: str) -> dict | None:
+    scored = [(s, e.get("name") or "", e) for e in pool if (s := _num(_group(e, group).get("est_speedup")))]
+    return max(scored, key=lambda t: (t[0], t[1]))[2] if scored else None
+
+
+def _best_public(view: View, pool: Sequence[dict]) -> dict | None:
+    scored = [(s, e) for e in pool if (s := _num(view.public(e))) is not None]
+    return max(scored, key=lambda t: t[0])[1] if scored else None
+
+
+def region_peers_by_group(view: View) -> str:
+    """Per task group of the public benchmark: our best entry against the best peer, each with its
+    share of the oracle's gain in that group."""
+    ours, peers = view.ours(), view.peers()
+    table = _group_table(view, [("our best", lambda g: _best_in(ours, g), True),
+                                ("best peer", lambda g: _best_in(peers, g), True)],
+                         [_best_public(view, ours), _best_public(view, peers)], ratio="ours / peer")
+    return ("Per task group of the public benchmark, our best entry against the best peer: estimated speedup (CPU "
+            "profile) and the share of the oracle's gain in that group; the last row is the public score.\n\n" + table)
+
+
+def region_adaptive_groups(view: View) -> str:
+    """Per task group of the public benchmark: ``adaptive`` and ``adaptive:history=true`` beside the
+    oracle and the best peer of each group."""
+    peers = view.peers()
+    columns = [(f"`{name}`", lambda g, n=name: view.named(n), False) for name in ADAPTIVE]
+    columns.append(("best peer", lambda g: _best_in(peers, g), True))
+    return _group_table(view, columns, [view.named(n) for n in ADAPTIVE] + [_best_public(view, peers)])
+
+
+def region_oracle_gap(view: View) -> str:
+    """Where ``adaptive``, ``adaptive:history=true`` and the best peer lose time against the
+    cost-aware oracle, pooled over the public benchmark's cases (the board's ``oracle_gap``)."""
+    peers = view.peers()
+    shown = [view.named(n) for n in ADAPTIVE] + peers[:1]
+    rows = []
+    for e in shown:
+        if e is None:
+            continue
+        pooled = _pooled_gap(e.get("oracle_gap"))
+        if pooled is None:
+            rows.append([_name(e), *["-"] * (4 + len(PARTS))])
+            continue
+        plain, oracle, run, parts = pooled
+        gap = run - oracle
+        rows.append([_name(e), _x(plain / run), _x(plain / oracle), _pct(oracle_gain(plain / run, plain / oracle)),
+                     *(_pct(parts[p] / gap) if gap > 0 else "-" for p in PARTS)])
+    headers = ["entry", "speedup", "cost-aware oracle", "of gain", *PARTS]
+    return render(headers, rows, markdown=True)
+
+
+def _pooled_gap(gap) -> tuple[float, float, float, dict[str, float]] | None:
+    """(plain, oracle, run seconds, seconds per part) summed over an entry's groups, or None unless
+    every field of every group is a number and the times are positive."""
+    if not isinstance(gap, dict) or not gap:
+        return None
+    plain = oracle = run = 0.0
+    parts = dict.fromkeys(PARTS, 0.0)
+    for loss in gap.values():
+        if not isinstance(loss, dict) or not isinstance(loss.get("parts"), dict):
+            return None
+        values = [_num(loss.get(k)) for k in ("plain", "oracle", "run")] + [_num(loss["parts"].get(p)) for p in PARTS]
+        if any(v is None for v in values):
+            return None
+        plain, oracle, run = plain + values[0], oracle + values[1], run + values[2]
+        for p, v in zip(PARTS, values[3:]):
+            parts[p] += v
+    return (plain, oracle, run, parts) if plain > 0 and oracle > 0 and run > 0 else None
+
+
+def region_fresh_vs_public(view: View) -> str:
+    """Every ranked entry on the public benchmark and on the fresh cases of the board's build."""
+    if not view.fresh:
+        return "The board links no fresh cases (it was built with `--fresh 0`)."
+    link = view.info["fresh_link"]
+    oracle = view.oracle
+    rows = []
+    for e in ([oracle] if oracle else []) + view.ranking():
+        public, fresh = _num(e.get("score_public")), _num(e.get("score"))
+        rows.append([_name(e), _x(public), _x(fresh), f"{public / fresh:.3f}" if public and fresh else "-"])
+    return render(["entry", "public", f"fresh (seed {md(link.get('seed'), 24)})", "public / fresh"], rows,
+                  markdown=True)
+
+
+def region_beyond(view: View) -> str:
+    """The baselines' and peers' shares of accepted tokens beyond any run of their context (the
+    ``beyond`` flag's measure), largest first: the public benchmark and the fresh cases."""
+    pool = [e for e in view.ranking() if e.get("kind") in ("baseline", PEER)]
+    keys = [("beyond_share", "public")] + ([("beyond_share_fresh", "fresh")] if view.fresh else [])
+    shares = [(max([s for k, _ in keys if (s := _num(e.get(k))) is not None], default=None), e) for e in pool]
+    shares = sorted(((s, e) for s, e in shares if s is not None), key=lambda t: (-t[0], t[1].get("name") or ""))
+    if not shares:
+        return "No baseline or peer on the board reports its share of tokens beyond its context."
+    top = [f"{_name(e)} {100 * s:.1f}%" for s, e in shares[:3]]
+    under = sum(1 for s, _ in shares if s < 0.01)
+    return (f"On the board (the larger of its public and fresh shares): {', '.join(top)}; "
+            f"{under} of the {len(shares)} baselines and peers stay under 1%.")
+
+
+#: region name -> what renders it
+REGIONS: dict[str, Callable[[View], str]] = {
+    "board": region_board,
+    "peers-by-group": region_peers_by_group,
+    "adaptive-groups": region_adaptive_groups,
+    "oracle-gap": region_oracle_gap,
+    "fresh-vs-public": region_fresh_vs_public,
+    "beyond": region_beyond,
+}
+
+
+# -- the files --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Region:
+    name: str
+    start: int  # where its text begins: just after the opening marker's line
+    end: int  # where its text ends: the start of the closing marker's line
+
+
+def documents(root: Path = ROOT) -> list[Path]:
+    """The files whose regions are rendered: README.md and docs/*.md (not docs/notes/)."""
+    files = [root / "README.md"] + sorted((root / "docs").glob("*.md"))
+    return [f for f in files if f.is_file()]
+
+
+def find_regions(text: str, where: str) -> list[Region]:
+    """The regions of ``text`` (a file named ``where`` in errors), in order. A region must close
+    before the next opens, with its own name; an unknown name is refused, with the close ones."""
+    regions, open_ = [], None
+    for m in MARKER.finditer(text):
+        closing, name = m.group(1) == "/", m.group(2)
+        line = text.count("\n", 0, m.start()) + 1
+        if name not in REGIONS:
+            raise PLDError(f"{where}:{line}: " + unknown_name("figures region", clean(name, 48), REGIONS))
+        if not closing:
+            if open_ is not None:
+                raise PLDError(f"{where}:{line}: figures:{name} opens inside figures:{open_[0]}; close that first")
+            open_ = (name, m.end() + 1, line)
+        else:
+            if open_ is None or open_[0] != name:
+                inside = f" (figures:{open_[0]} is open)" if open_ else ""
+                raise PLDError(f"{where}:{line}: /figures:{name} closes no open region{inside}")
+            regions.append(Region(name, min(open_[1], m.start()), m.start()))
+            open_ = None
+    if open_ is not None:
+        raise PLDError(f"{where}:{open_[2]}: figures:{open_[0]} is never closed (<!-- /figures:{open_[0]} -->)")
+    return regions
+
+
+def render_region(name: str, view: View) -> str:
+    """The text of region ``name`` (ending with a newline), from the board ``view``."""
+    if name not in REGIONS:
+        raise PLDError(unknown_name("figures region", clean(name, 48), REGIONS))
+    return REGIONS[name](view)[:REGION_CHARS].rstrip("\n") + "\n"
+
+
+def updated(text: str, view: View, where: str) -> tuple[str, list[str]]:
+    """``text`` with every region rendered from ``view``, and the names of the regions that changed."""
+    out, changed, at = [], [], 0
+    for region in find_regions(text, where):
+        new = render_region(region.name, view)
+        out += [text[at:region.start], new]
+        if text[region.start:region.end] != new:
+            changed.append(region.name)
+        at = region.end
+    out.append(text[at:])
+    return "".join(out), changed
+
+
+def update_files(board: Board, root: Path = ROOT, check: bool = False) -> list[tuple[str, str]]:
+    """Render every region of README.md and docs/*.md under ``root`` from ``board``: (file, region)
+    for each region that differed. With ``check`` nothing is written; without it, every file is
+    rendered before any is written, so a malformed marker anywhere leaves every file as it was."""
+    view = load_view(board)
+    root = Path(root)
+    differ, writes = [], []
+    for path in documents(root):
+        where = path.relative_to(root).as_posix()
+        new, changed = updated(path.read_text(encoding="utf-8"), view, where)
+        differ += [(where, name) for name in changed]
+        if changed:
+            writes.append((path, new))
+    if not check:
+        for path, new in writes:
+            atomic_write(path, new)
+    return differ
+
+
+def count_regions(root: Path = ROOT) -> int:
+    """How many regions README.md and docs/*.md under ``root`` hold (each file's markers checked)."""
+    return sum(len(find_regions(p.read_text(encoding="utf-8"), p.relative_to(root).as_posix()))
+               for p in documents(Path(root)))
