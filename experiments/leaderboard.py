@@ -44,6 +44,7 @@ from experiments.competition.text import clean  # noqa: E402
 from experiments.reporting.summary import oracle_gain  # noqa: E402
 from lookup.errors import PLDError  # noqa: E402
 from lookup.registry import unknown_name  # noqa: E402
+from lookup.specs import parse_spec  # noqa: E402
 
 
 # -- CLI --------------------------------------------------------------------------------------------------
@@ -68,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file", nargs="?", help="a .py file that defines one Drafter subclass")
     s.add_argument("--entry-point", default=None, help="an installed plug-in (entry point group pld_lab.drafters)")
     s.add_argument("--name", default=None, help="the entry's name (default: the file name or entry point)")
-    s.add_argument("--params", default=None, help="JSON object of keyword arguments for the drafter's constructor")
+    s.add_argument("--params", default=None,
+                   help="keyword arguments for the drafter's constructor: key=value pairs joined by ':' "
+                        "(max_tokens=8:min_match=2), or a JSON object")
     common(s)
     limits(s)
 
@@ -147,6 +150,10 @@ def cmd_submit(args, board: Board) -> int:
                            args.require_isolation)
     oracle = ensure_oracle(board, sets, info)
     print(one_line(entry))
+    if entry.get("kept"):
+        print(f"not recorded: it failed before scoring any case, so the board keeps {clean(entry['name'], 48)}'s "
+              f"earlier score ({entry['kept'].get('score', 0):.3f}x); fix it and submit again")
+        return 1
     if entry["status"] == "ok":
         public = flags_alone(board.entries(info["hash"]))  # the quick score: this benchmark's cases alone
         _, ok, _ = ranked(public)
@@ -164,15 +171,21 @@ def cmd_submit(args, board: Board) -> int:
 
 
 def _params(text: str | None) -> dict:
+    """``--params``: a JSON object, or ``key=value`` pairs joined by ``:`` as in a drafter spec
+    (``max_tokens=8:min_match=2``; values are Python literals, as ``compare.py --drafters`` reads them)."""
     if not text:
         return {}
-    try:
-        params = json.loads(text)
-    except ValueError as exc:
-        raise PLDError(f"--params is not JSON: {exc}") from None
-    if not isinstance(params, dict):
-        raise PLDError("--params must be a JSON object, like '{\"max_tokens\": 8}'")
-    return params
+    if text.lstrip().startswith("{"):
+        try:
+            params = json.loads(text)
+        except ValueError as exc:
+            raise PLDError(f"--params is not JSON: {exc}") from None
+        if not isinstance(params, dict):
+            raise PLDError("--params must be a JSON object, like '{\"max_tokens\": 8}', or max_tokens=8")
+        return params
+    if "=" not in text:
+        raise PLDError("--params takes key=value pairs joined by ':' (max_tokens=8:min_match=2) or a JSON object")
+    return parse_spec(f"submission:{text}")[1]
 
 
 def cmd_show(args, board: Board) -> int:

@@ -202,7 +202,9 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
     verdict). Whether the benchmark is public (``info["public"]``) decides what of the entry's own
     words the board keeps (:func:`make_entry`). An entry of ours whose numbers were fitted on this
     benchmark (:meth:`lookup.Drafter.fitted_on`) is scored cross-fitted too, beside its own score
-    (``entry["cross_fitted"]``: :mod:`experiments.competition.cross_fit`)."""
+    (``entry["cross_fitted"]``: :mod:`experiments.competition.cross_fit`). A submission that fails
+    before it scores any case does not replace a scored entry of its name: the entry returned holds
+    that one as ``kept``, and the board is left as it was."""
     total = sum(len(s.cases) for s in sets)
     public = bool(info.get("public"))
     if kind in TRUSTED_KINDS:  # our own code: a longer leash per call (its time is charged all the same)
@@ -228,6 +230,14 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
             and lookup.create(submission.source["name"], **submission.params).fitted_on() == info["hash"]:
         # its numbers were fitted on these very cases: scored cross-fitted too (cross_fit.py)
         entry["cross_fitted"] = cross_fitted(submission, cross_folds(sets, info["hash"]), run, info["hash"])
+    if kind == "submission" and not evaluation.ok and not evaluation.cases:
+        # it failed before scoring any case (a typo in its parameters, an import error): a mistake to
+        # fix and submit again, not a verdict on an entry the board has scored
+        earlier = next((e for e in board.entries(info["hash"])
+                        if e.get("name") == entry["name"] and e.get("status") == "ok"), None)
+        if earlier is not None:
+            entry["kept"] = earlier
+            return entry
     board.record(entry, info)
     return entry
 

@@ -209,6 +209,25 @@ def test_the_docs_example_is_the_example_file_and_at_most_40_lines():
     assert d.propose(3).tokens.tolist() == []
 
 
+def test_a_resubmission_that_fails_before_any_case_keeps_the_earlier_score(tmp_path, traces, capsys):
+    """A typo in --params (the constructor refuses it at start-up) is a mistake to fix, not a verdict:
+    the board keeps the entry's earlier score; --params takes key=value pairs as specs do."""
+    common = ["--board", str(tmp_path), "--traces", str(traces), "--name", "mine"]
+    assert cli.main(["submit", str(EXAMPLE), *common]) == 0
+    scored = {e["name"]: e for e in Board(tmp_path).load()["entries"]}["mine"]
+    assert scored["status"] == "ok"
+    capsys.readouterr()
+    assert cli.main(["submit", str(EXAMPLE), "--params", "max_tokns=3", *common]) == 1
+    out = capsys.readouterr().out
+    # (on a benchmark that is not public, as this toy one, the board keeps no word of the entry's own)
+    assert "disqualified -- exception" in out and "keeps mine's earlier score (" in out
+    kept = {e["name"]: e for e in Board(tmp_path).load()["entries"]}["mine"]
+    assert kept["status"] == "ok" and kept["score"] == scored["score"]
+    # a first submission that fails is recorded as it always was
+    assert cli.main(["submit", str(EXAMPLE), *common[:-1], "other", "--params", '{"max_tokns": 3}']) == 1
+    assert {e["name"]: e for e in Board(tmp_path).load()["entries"]}["other"]["status"] == "disqualified"
+
+
 def test_the_example_scores_in_the_sandbox_and_the_board_is_built(tmp_path, sets, capsys):
     board = Board(tmp_path)
     info = benchmark_info(sets, "toy")
