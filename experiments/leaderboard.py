@@ -162,6 +162,9 @@ def cmd_submit(args, board: Board) -> int:
         share = f"; {100 * gain:.0f}% of the oracle's gain ({oracle['score']:.3f}x)" if gain is not None else ""
         label = "public benchmark" if info.get("public") else "benchmark"
         print(f"rank {rank} of {len(ok)} by score on the {label} {info['hash']}{share}")
+        if len(ok) == 1:
+            print(f"the board in {board.folder} holds no other scored entry to rank against: build it there first "
+                  "(leaderboard.py build --board DIR), or submit to the default board (leaderboard/)")
         for flag in next(e for e in ok if e["name"] == entry["name"]).get("flags") or []:
             print(f"FLAG {clean(flag, 300)}")
         if info.get("public"):

@@ -216,7 +216,7 @@ def test_a_resubmission_that_fails_before_any_case_keeps_the_earlier_score(tmp_p
     assert cli.main(["submit", str(EXAMPLE), *common]) == 0
     scored = {e["name"]: e for e in Board(tmp_path).load()["entries"]}["mine"]
     assert scored["status"] == "ok"
-    capsys.readouterr()
+    assert "holds no other scored entry to rank against" in capsys.readouterr().out  # a new board folder
     assert cli.main(["submit", str(EXAMPLE), "--params", "max_tokns=3", *common]) == 1
     out = capsys.readouterr().out
     # (on a benchmark that is not public, as this toy one, the board keeps no word of the entry's own)
