@@ -209,7 +209,7 @@ def cmd_fit_acceptance(args) -> int:
             checks = acceptance_fit.held_out(rows)
             print(render(list(checks[0]), [["" if v is None else f"{v:.3f}" if isinstance(v, float) else v
                                             for v in row.values()] for row in checks]))
-    model, benchmark = sets[0].path.parent.name, benchmark_hash(sets)
+    model, benchmark = acceptance_fit.model_of(sets), benchmark_hash(sets)
     fits = acceptance_fit.fits_of(data, model, benchmark)
     path = Path(args.write) if isinstance(args.write, str) else fits_module.FOLDER / fits_module.file_name(model, benchmark)
     same = path.exists() and path.read_text() == fits.to_json()

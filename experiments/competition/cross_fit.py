@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 from experiments.benchmarks.traces import TraceSet, benchmark_hash, halves, subset
 from experiments.competition.scoring import replay_scores
 from experiments.competition.text import clean
-from experiments.running.acceptance_fit import collect, fits_of
+from experiments.running.acceptance_fit import collect, fits_of, model_of
 from lookup.acceptance import Fits
 
 #: one half's held-out cases (by id) and the fit made on the other half
@@ -37,7 +37,7 @@ Fold = tuple[frozenset[str], Fits]
 def folds(sets: Sequence[TraceSet]) -> list[Fold]:
     """The two folds of ``sets``: each half of the cases with the fit made on the other half alone."""
     first, second = halves(sets)
-    model = sets[0].path.parent.name  # as fit-acceptance names the model: the traces' folder
+    model = model_of(sets)  # as fit-acceptance names it
     out = []
     for held_out, fitted_on in ((first, second), (second, first)):
         part = subset(sets, fitted_on)

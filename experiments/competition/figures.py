@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 from experiments.benchmarks.paths import ROOT
 from experiments.competition.board import Board, atomic_write, ranked
 from experiments.competition.entries import shown_entries
-from experiments.competition.render import PEER, split_peers
+from experiments.competition.render import PEER, best_in_group, cross_fitted, split_peers
 from experiments.competition.text import clean
 from experiments.competition.text import markdown as md
 from experiments.reporting.summary import oracle_gain
@@ -76,12 +76,6 @@ def _group(entry: dict | None, group: str) -> dict:
     g = ((entry or {}).get("groups") or {})
     g = g.get(group) if isinstance(g, dict) else None
     return g if isinstance(g, dict) else {}
-
-
-def _cross(entry: dict | None) -> dict:
-    """An entry's cross-fitted figures (for an entry whose numbers were fitted on the benchmark), or {}."""
-    c = (entry or {}).get("cross_fitted")
-    return c if isinstance(c, dict) else {}
 
 
 def _speedup_and_share(speedup, oracle) -> str:
@@ -183,7 +177,7 @@ def region_board(view: View) -> str:
     the in-sample one."""
     oracle = view.oracle
     entries = view.ranking()
-    cross = any(_num(_cross(e).get("score")) is not None for e in entries)
+    cross = any(_num(cross_fitted(e).get("score")) is not None for e in entries)
     scores = ["fresh CPU (ranks)", "public CPU"] if view.fresh else ["CPU"]
     headers = ["#", "entry", "kind", *scores, *(["public CPU, cross-fitted"] if cross else []),
                "of oracle gain" + (" (fresh)" if view.fresh else "")]
@@ -193,7 +187,7 @@ def region_board(view: View) -> str:
         if view.fresh:
             cells.append(_x(e.get("score_public")))
         if cross:
-            cells.append(_x(_cross(e).get("score")))
+            cells.append(_x(cross_fitted(e).get("score")))
         gain = 1.0 if e is oracle else oracle_gain(_num(e.get("score")), _num((oracle or {}).get("score")))
         return cells + [_pct(gain)]
 
@@ -211,7 +205,7 @@ def _group_table(view: View, columns: Sequence[tuple[str, Callable[[str], dict |
     second's."""
     oracle = view.oracle
     groups = view.groups()
-    cross = [any(_num(_group(_cross(pick(g)), g).get("est_speedup")) is not None for g in groups)
+    cross = [any(_num(_group(cross_fitted(pick(g)), g).get("est_speedup")) is not None for g in groups)
              for _, pick, _ in columns]
     headers = ["group", "oracle"]
     for (title, _, _), c in zip(columns, cross):
@@ -220,8 +214,8 @@ def _group_table(view: View, columns: Sequence[tuple[str, Callable[[str], dict |
     for g in [*groups, None]:  # None: the public score over all groups
         picked = [pick(g) for _, pick, _ in columns] if g is not None else list(overall)
         speed = (lambda e: _group(e, g).get("est_speedup")) if g is not None else view.public  # noqa: E731
-        cross_speed = ((lambda e: _group(_cross(e), g).get("est_speedup")) if g is not None  # noqa: E731
-                       else (lambda e: _cross(e).get("score")))
+        cross_speed = ((lambda e: _group(cross_fitted(e), g).get("est_speedup")) if g is not None  # noqa: E731
+                       else (lambda e: cross_fitted(e).get("score")))
         o = speed(oracle) if oracle else None
         cells = [md(g, 60) if g is not None else "all (geo mean)", _x(o)]
         for e, c, (_, _, named) in zip(picked, cross, columns):
@@ -237,11 +231,6 @@ def _group_table(view: View, columns: Sequence[tuple[str, Callable[[str], dict |
     return render(headers + ([ratio] if ratio else []), rows, markdown=True)
 
 
-def _best_in(pool: Sequence[dict], group: str) -> dict | None:
-    scored = [(s, e.get("name") or "", e) for e in pool if (s := _num(_group(e, group).get("est_speedup")))]
-    return max(scored, key=lambda t: (t[0], t[1]))[2] if scored else None
-
-
 def _best_public(view: View, pool: Sequence[dict]) -> dict | None:
     scored = [(s, e) for e in pool if (s := _num(view.public(e))) is not None]
     return max(scored, key=lambda t: t[0])[1] if scored else None
@@ -251,8 +240,8 @@ def region_peers_by_group(view: View) -> str:
     """Per task group of the public benchmark: our best entry against the best peer, each with its
     share of the oracle's gain in that group."""
     ours, peers = view.ours(), view.peers()
-    table = _group_table(view, [("our best", lambda g: _best_in(ours, g), True),
-                                ("best peer", lambda g: _best_in(peers, g), True)],
+    table = _group_table(view, [("our best", lambda g: best_in_group(ours, g), True),
+                                ("best peer", lambda g: best_in_group(peers, g), True)],
                          [_best_public(view, ours), _best_public(view, peers)], ratio="ours / peer")
     return ("Per task group of the public benchmark, our best entry against the best peer: estimated speedup (CPU "
             "profile) and the share of the oracle's gain in that group; the last row is the public score.\n\n" + table)
@@ -263,7 +252,7 @@ def region_adaptive_groups(view: View) -> str:
     oracle and the best peer of each group."""
     peers = view.peers()
     columns = [(f"`{name}`", lambda g, n=name: view.named(n), False) for name in ADAPTIVE]
-    columns.append(("best peer", lambda g: _best_in(peers, g), True))
+    columns.append(("best peer", lambda g: best_in_group(peers, g), True))
     return _group_table(view, columns, [view.named(n) for n in ADAPTIVE] + [_best_public(view, peers)])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import math
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -73,14 +74,24 @@ def best_against_peers(entries: Sequence[dict], esc: Callable[[object], str] = c
     _, peers, _ = ranked(split_peers(entries)[1])
     rows = []
     for g in groups_of(ours + peers):
-        def best(pool):
-            scored = [(e["groups"][g]["est_speedup"], e["name"]) for e in pool
-                      if isinstance((e.get("groups") or {}).get(g), dict) and e["groups"][g].get("est_speedup")]
-            return max(scored, default=(None, None))
-        (a, an), (b, bn) = best(ours), best(peers)
+        a, b = (best_in_group(pool, g) for pool in (ours, peers))
+        a, an = (a["groups"][g]["est_speedup"], a["name"]) if a else (None, None)
+        b, bn = (b["groups"][g]["est_speedup"], b["name"]) if b else (None, None)
         rows.append([esc(g), f"{esc(an)} {_x(a)}" if an else "-", f"{esc(bn)} {_x(b)}" if bn else "-",
                      f"{a / b:.2f}" if a and b else "-"])
     return ["group", "our best", "best peer", "ours / peer"], rows
+
+
+def best_in_group(pool: Sequence[dict], group: str) -> dict | None:
+    """The entry of ``pool`` with the highest estimated speedup (CPU) in task group ``group`` (the
+    later name on a tie), or None where none has a number there."""
+    def speedup(e: dict):
+        g = (e.get("groups") or {}).get(group) if isinstance(e.get("groups"), dict) else None
+        v = g.get("est_speedup") if isinstance(g, dict) else None
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v else None
+
+    scored = [(v, str(e.get("name") or ""), i) for i, e in enumerate(pool) if (v := speedup(e)) is not None]
+    return pool[max(scored)[2]] if scored else None
 
 
 def groups_of(entries: Sequence[dict]) -> list[str]:
@@ -121,19 +132,20 @@ CROSS_FITTED_NOTE = ("*cross-fitted*: an entry of ours whose numbers were fitted
                      " half only; its public score beside it is in sample (`docs/competition.md`).")
 
 
-def _cross_fitted_score(entry: dict) -> float | None:
-    cross = entry.get("cross_fitted")
-    return cross.get("score") if isinstance(cross, dict) and cross.get("status") == "ok" else None
+def cross_fitted(entry: dict | None) -> dict:
+    """An entry's cross-fitted scores (``entry["cross_fitted"]``, for an entry whose numbers were
+    fitted on the public cases: ``cross_fit.py``) where they were scored (not disqualified), else {}."""
+    cross = (entry or {}).get("cross_fitted")
+    return cross if isinstance(cross, dict) and cross.get("status", "ok") == "ok" else {}
 
 
 def cross_fitted_cell(entry: dict) -> str:
     """The public score of an entry whose numbers were fitted on the public cases, cross-fitted
     (each half of the cases with a fit made on the other half: ``cross_fit.py``); "-" for the
     others, whose public score is out of sample already."""
-    cross = entry.get("cross_fitted")
-    if not isinstance(cross, dict):
+    if not isinstance(entry.get("cross_fitted"), dict):
         return "-"
-    return _x(_cross_fitted_score(entry)) if cross.get("status") == "ok" else "disqualified"
+    return _x(cross_fitted(entry).get("score")) if cross_fitted(entry) else "disqualified"
 
 
 def has_fresh(entries: Sequence[dict]) -> bool:
@@ -214,8 +226,8 @@ def entry_details(entry: dict, oracle: Sequence[dict], info: dict) -> str:
     """What ``show NAME`` prints: the entry beside the oracle, per group, and where it loses time
     against the cost-aware oracle (the parts add up to the gap; ``traces.py explain`` for any drafter)."""
     parts = [text_board([*oracle, entry], info)]
-    cross = entry.get("cross_fitted")
-    if isinstance(cross, dict) and cross.get("status") == "ok" and isinstance(cross.get("groups"), dict):
+    cross = cross_fitted(entry)
+    if isinstance(cross.get("groups"), dict):
         own = entry.get("groups") if isinstance(entry.get("groups"), dict) else {}
         rows = [[clean(g, 60), _x((own.get(g) or {}).get("est_speedup")), _x((s or {}).get("est_speedup"))]
                 for g, s in cross["groups"].items() if isinstance(s, dict)]
@@ -421,7 +433,7 @@ def page(entries: Sequence[dict], info: dict, png: bytes | None) -> str:
     headers, rows, order = main_rows(entries)
     public = has_fresh(entries)
     sort_values = lambda e: ["", e["name"], e.get("kind", ""), e.get("score"),  # noqa: E731
-                             *([e.get("score_public")] if public else []), _cross_fitted_score(e),
+                             *([e.get("score_public")] if public else []), cross_fitted(e).get("score"),
                              e.get("score_gpu"), e.get("tau"),
                              _gain(e, oracle) if e is not oracle else 1.0, e.get("drafter_us_per_step"), ""]
 

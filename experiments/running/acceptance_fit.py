@@ -142,6 +142,12 @@ def fits_of(data: dict[str, dict[str, Rows]], model: str, benchmark: str) -> Fit
     return Fits(model, benchmark, settings(), tables["first"], tables["later"], rows)
 
 
+def model_of(sets: Sequence[TraceSet]) -> str:
+    """The target model a fit on ``sets`` is named after: the traces' folder, as the recorder names
+    it after the model (``experiments.benchmarks.traces.recording_folder``)."""
+    return sets[0].path.parent.name
+
+
 def fittable(rows: Rows) -> bool:
     """Enough rows to fit a model: at least two, not all alike."""
     return len(rows.y) >= 2 and rows.y.min() != rows.y.max()

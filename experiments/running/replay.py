@@ -23,7 +23,7 @@ import decoding
 import lookup
 from decoding.generate import GenerationResult
 from decoding.trace_target import TraceTarget
-from experiments.benchmarks.traces import TraceCase, TraceSet, benchmark_hash, in_order, load_trace_sets
+from experiments.benchmarks.traces import TraceCase, TraceSet, benchmark_hash, in_order, load_trace_sets, prompt_of
 from experiments.running.cases import check_prompts
 from experiments.running.methods import REFERENCES, DrafterMethod, parse_method
 from experiments.running.rows import CaseResult, case_result
@@ -156,8 +156,8 @@ class ReplayComparison:
             sets = [s for s in sets if s.task in parse_list(args.tasks)]
         if not args.full:  # the quick subset: the first --prompts cases of each task (turns kept together)
             for s in sets:
-                keep = list(dict.fromkeys(c.case.split("#")[0] for c in s.cases))[: args.prompts]
-                s.cases = [c for c in s.cases if c.case.split("#")[0] in keep]
+                keep = list(dict.fromkeys(prompt_of(c.case) for c in s.cases))[: args.prompts]
+                s.cases = [c for c in s.cases if prompt_of(c.case) in keep]
         return cls(sets, method_specs, args.results, fresh=args.fresh, stream=getattr(args, "stream", False))
 
     def run(self, progress: bool = True) -> None:

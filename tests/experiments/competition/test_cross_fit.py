@@ -20,6 +20,7 @@ from experiments.competition.sandbox import Evaluation, Submission
 from experiments.competition.scoring import benchmark_info
 from experiments.running.acceptance_fit import collect, fits_of
 from experiments.running.replay import replay_case
+from experiments.running.serving import serve_traces
 from lookup.cost import CPU_SMOLLM2
 
 
@@ -80,11 +81,9 @@ def _in_process(sets, stream: bool = False):
     def evaluate(submission):
         calls.append(submission.params)
         result = Evaluation(submission, stream=stream)
-        shared = lookup.create(submission.source["name"], **submission.params) if stream else None
-        for trace_set in (in_order(sets) if stream else sets):
-            for case in trace_set.cases:
-                drafter = shared or lookup.create(submission.source["name"], **submission.params)
-                result.cases.append((trace_set, case, replay_case(case, drafter, trace_set.profile)))
+        make = lambda _profile: lookup.create(submission.source["name"], **submission.params)  # noqa: E731
+        for trace_set, case, profile, drafter in serve_traces(sets, make, stream=stream):
+            result.cases.append((trace_set, case, replay_case(case, drafter, profile)))
         return result
     return evaluate, calls
 

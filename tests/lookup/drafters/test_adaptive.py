@@ -13,19 +13,17 @@ from lookup.acceptance import PRIORS, WITH_HISTORY, first_token, first_token_inp
 from lookup.base import EMPTY_DRAFT, Agreement, Draft, Drafter, Evidence
 from lookup.drafters.adaptive import AdaptiveDrafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
+from toys import FixedDrafter  # tests/ is on sys.path (conftest)
 
 
-class Scripted(Drafter):
+class Scripted(FixedDrafter):
     """Proposes `tokens`; reports a fixed match length."""
 
     name = "scripted-test"
 
     def __init__(self, tokens, match=5):
-        super().__init__()
-        self.tokens, self.match = list(tokens), match
-
-    def propose(self, budget):
-        return Draft(self.tokens[:budget]) if budget > 0 else EMPTY_DRAFT
+        super().__init__(list(tokens))
+        self.match = match
 
     def match_length(self):
         return self.match
@@ -93,21 +91,8 @@ def test_long_contexts_make_multi_token_forwards_dearer_so_drafts_shrink():
     assert len(d.propose(32)) == short
 
 
-class NoMatchLength(Drafter):
-    """Proposes `tokens` and reports no match length (the base class default)."""
-
-    name = "no-match-length-test"
-
-    def __init__(self, tokens):
-        super().__init__()
-        self.tokens = list(tokens)
-
-    def propose(self, budget):
-        return Draft(self.tokens[:budget]) if budget > 0 else EMPTY_DRAFT
-
-
 def test_a_base_without_a_match_length_counts_as_a_middling_match():
-    d = AdaptiveDrafter(base=NoMatchLength(range(5)))
+    d = AdaptiveDrafter(base=FixedDrafter(range(5)))  # reports no match length (the base class default)
     d.reset([1, 2])
     assert d.match_length() is None
     assert d.candidate(8).row == d.model.row("context", PRIORS.unknown_match)

@@ -9,26 +9,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sampling_toys import RandomTreeDrafter
-from toys import tiny_llama
+from toys import FixedDrafter, tiny_llama
 
 import decoding
 import lookup
 from lookup.base import Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
 from lookup.drafters.recycling import MAX_DEPTH, RecyclingDrafter
-
-
-class Scripted(Drafter):
-    """Proposes `tokens` as a chain, whatever the context."""
-
-    name = "scripted-chain-test"
-
-    def __init__(self, tokens):
-        super().__init__()
-        self.tokens = list(tokens)
-
-    def propose(self, budget):
-        return Draft(self.tokens[:budget])
 
 
 def brute_force_probs(d: RecyclingDrafter, chain, last: int, limit: int) -> list[float]:
@@ -63,7 +50,7 @@ def brute_force_probs(d: RecyclingDrafter, chain, last: int, limit: int) -> list
     hits=st.lists(st.floats(0, 5), min_size=3, max_size=3),
 )
 def test_best_first_takes_the_most_probable_nodes_parents_first(rows, chain, last, limit, hits):
-    d = RecyclingDrafter(base=Scripted(chain), width=3, max_nodes=limit)
+    d = RecyclingDrafter(base=FixedDrafter(chain), width=3, max_nodes=limit)
     d.reset([last])
     top = np.array(list(rows.values()), dtype=np.int64).reshape(-1, 3)
     d.observe_top(np.array(list(rows), dtype=np.int64), top, np.zeros(top.shape, np.float16))
@@ -111,7 +98,7 @@ def test_learns_that_the_recycled_top_token_is_right():
 
 def test_learns_that_the_lookup_chain_is_wrong_and_stops_sending_it():
     truth = list(range(300))
-    d = RecyclingDrafter(base=Scripted([999] * 8), width=1, max_nodes=16, profile=CPU_SMOLLM2)
+    d = RecyclingDrafter(base=FixedDrafter([999] * 8), width=1, max_nodes=16, profile=CPU_SMOLLM2)
     d.reset(truth[:1])
     pos, sent = 1, []
     while pos < 100:
@@ -122,11 +109,11 @@ def test_learns_that_the_lookup_chain_is_wrong_and_stops_sending_it():
 
 
 def test_a_flat_profile_sends_the_whole_budget_and_a_cpu_one_trims():
-    d = RecyclingDrafter(base=Scripted(range(40)), max_nodes=32, profile=CostProfile.flat(64))
+    d = RecyclingDrafter(base=FixedDrafter(range(40)), max_nodes=32, profile=CostProfile.flat(64))
     d.reset([1])
     d.observe_top(np.arange(64), np.tile(np.arange(8), (64, 1)), np.zeros((64, 8), np.float16))
     assert len(d.propose(32)) == 32
-    cpu = RecyclingDrafter(base=Scripted(range(40)), max_nodes=32, profile=CPU_SMOLLM2)
+    cpu = RecyclingDrafter(base=FixedDrafter(range(40)), max_nodes=32, profile=CPU_SMOLLM2)
     cpu.reset([1])
     cpu.observe_top(np.arange(64), np.tile(np.arange(8), (64, 1)), np.zeros((64, 8), np.float16))
     assert 0 < len(cpu.propose(32)) < 32
@@ -194,4 +181,4 @@ def test_the_match_length_is_the_lookup_drafters():
     d = RecyclingDrafter()
     d.reset([4, 5, 6, 4, 5])
     assert d.match_length() == d.base.match_length() == 2
-    assert RecyclingDrafter(base=Scripted([1])).match_length() is None  # a base that reports none
+    assert RecyclingDrafter(base=FixedDrafter([1])).match_length() is None  # a base that reports none
