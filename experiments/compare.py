@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def default_methods() -> list[str]:
     base = parse_list(DEFAULT_METHODS)
-    return base + [n for n in lookup.available(peers=False) if n not in base]
+    named = {lookup.canonical(m) for m in base}  # ``none`` is ``plain``: run once, under the name given
+    return base + [n for n in lookup.available(peers=False) if n not in named]
 
 
 @guarded

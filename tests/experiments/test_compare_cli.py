@@ -167,3 +167,13 @@ def test_parquet_without_a_library_fails_in_one_line_before_any_work(tmp_path, c
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [err] and "--parquet needs pyarrow" in err
     assert not (tmp_path / "results").exists()  # refused before anything ran
+
+
+def test_the_default_methods_run_each_drafter_once():
+    """``none`` is ``plain``'s alias: the default list runs it once (as ``none``), with every other drafter."""
+    import lookup
+
+    methods = compare.default_methods()
+    assert "none" in methods and "plain" not in methods
+    assert len({lookup.canonical(m) for m in methods}) == len(methods)
+    assert set(lookup.available(peers=False)) <= {lookup.canonical(m) for m in methods}
