@@ -7,10 +7,14 @@ all but the argmax away; this drafter keeps the ``width`` most likely next token
 token (the idea of Token Recycling, Luo et al. 2024), in a table keyed by that
 token, and rebuilds a tree from the table wherever lookup has nothing or may be wrong:
 
-* children of a node = the lookup chain's next token (while the node is on the chain)
-  and the table's row for the node's token (the most recent context that token was in);
-* each candidate gets a probability: the chain's per-depth acceptance, or the rank's hit
-  rate, both learnt in this sequence (a candidate that is both gets ``1 - (1-a)(1-b)``);
+* children of a node = the lookup draft's children of that node (while the node is on it: a
+  chain's next token, or, from a lookup drafter that drafts a tree of several occurrences'
+  continuations, each of them) and the table's row for the node's token (the most recent
+  context that token was in);
+* each candidate gets a probability: for the lookup draft's first child of a node, the chain's
+  per-depth acceptance; for its other children, the acceptance of that sibling rank; for a row's
+  token, the rank's hit rate; all learnt in this sequence (a candidate that is two of these gets
+  ``1 - (1-a)(1-b)``);
 * the tree takes the most probable nodes, best first (a node's probability is its
   parent's times its own), up to ``max_nodes`` (or the loop's budget).
 
@@ -45,6 +49,10 @@ DEFAULT_BASE_PARAMS = {"max_tokens": 64, "length_rule": None}
 PRIOR_CHAIN = 0.7
 PRIOR_RANKS = np.array([0.45, 0.09, 0.045, 0.025, 0.02, 0.016, 0.014, 0.01])
 PRIOR_STRENGTH = 2.0
+#: prior P(a lookup tree's sibling of rank r >= 1 is the next token | its parent was right)
+PRIOR_SIBLING = 0.3
+#: sibling ranks with statistics of their own; later ones share the last
+MAX_SIBLINGS = 16
 #: deepest chain node with statistics of its own; deeper ones share the last
 MAX_DEPTH = 64
 
@@ -67,10 +75,11 @@ class RecyclingDrafter(Drafter):
         profile: CostProfile | str | None = None,
         decay: float = 0.95,
         base_params: dict | None = None,
+        branches: int = 1,
     ) -> None:
         """
         Args:
-            base: the lookup drafter whose chain is the tree's first branch (a name or an
+            base: the lookup drafter whose draft is the tree's lookup part (a name or an
                 instance); ``None`` for recycled candidates only.
             max_nodes: most nodes in a tree (the loop's budget may cut it further).
             width: recycled candidates kept per token (the top-``width`` of the target).
@@ -80,12 +89,25 @@ class RecyclingDrafter(Drafter):
             decay: weight of the past in the learnt acceptances, per step.
             base_params: parameters of ``base`` when it is a name (default: draft as far as the
                 match goes).
+            branches: with more than 1, the lookup part is a tree of the continuations of up to
+                ``branches`` earlier occurrences of the match (``base`` by name, which must take a
+                ``branches`` parameter as ``suffix-automaton`` does), each sibling rank with an
+                acceptance of its own; worth it where forwards over a few dozen tokens cost about
+                one (a large GPU).
         """
         super().__init__()
         if max_nodes < 1 or not 1 <= width <= MAX_TOP or not 0.0 < decay <= 1.0:
             raise ValueError(f"max_nodes must be >= 1, width in [1, {MAX_TOP}] and decay in (0, 1]")
+        if branches < 1:
+            raise ValueError("branches must be >= 1")
         if isinstance(base, str):
-            base = create(base, **(DEFAULT_BASE_PARAMS if base_params is None else base_params))
+            params = dict(DEFAULT_BASE_PARAMS if base_params is None else base_params)
+            if branches > 1:
+                params["branches"] = branches
+            base = create(base, **params)
+        elif branches > 1:
+            raise ValueError("branches applies to a base given by name (an instance drafts as it was made)")
+        self.branches = branches
         self.base = base
         self.max_nodes, self.width, self.decay = max_nodes, width, decay
         self.profile = CostProfile.load(profile) if isinstance(profile, str) else profile
@@ -95,6 +117,8 @@ class RecyclingDrafter(Drafter):
         # P(a row's rank-r token is the next token); every step with a row is a trial of every rank: [W]
         rank_prior = np.resize(PRIOR_RANKS, width) * (np.arange(width) < len(PRIOR_RANKS))
         self._ranks = DecayedRate(rank_prior, PRIOR_STRENGTH, decay)
+        # P(the lookup tree's sibling of rank r is right | its parent right), r >= 1 (index r - 1): [S]
+        self._siblings = DecayedRate(np.full(MAX_SIBLINGS, PRIOR_SIBLING), PRIOR_STRENGTH, decay)
         self.reset([])
 
     # -- the Drafter interface ---------------------------------------------------------------
@@ -106,7 +130,8 @@ class RecyclingDrafter(Drafter):
         self._last = int(prompt[-1]) if len(prompt) else -1
         self._chain.clear()
         self._ranks.clear()
-        self._proposed: tuple[int, np.ndarray] | None = None  # (last token, chain) of the last propose
+        self._siblings.clear()
+        self._proposed: tuple[int, Draft] | None = None  # (last token, lookup draft) of the last propose
         self._committed: list[int] = []
 
     def extend(self, tokens: Sequence[int]) -> None:
@@ -128,11 +153,11 @@ class RecyclingDrafter(Drafter):
         if limit <= 0 or self._last < 0:
             self._proposed = None
             return EMPTY_DRAFT
-        chain = self._lookup_chain(limit)
+        found = self._lookup(limit)
         # remembered for observe() (the last propose's, whichever call that was); it changes no
         # future proposal by itself
-        self._proposed = (self._last, chain)
-        tokens, parents, probs = self.best_first(chain, limit)
+        self._proposed = (self._last, found)
+        tokens, parents, probs = self.best_first(found, limit)
         if self.profile is None:
             n = len(tokens)
         else:
@@ -145,17 +170,33 @@ class RecyclingDrafter(Drafter):
             self.base.observe(draft, accepted)
         if self._proposed is None:
             return
-        last, chain = self._proposed
+        last, found = self._proposed
         self._proposed = None
         new = self._committed
         self._chain.age()
         self._ranks.age()
-        right = 0
-        while right < min(len(chain), len(new)) and chain[right] == new[right]:
-            right += 1
-        tried = min(right + 1, len(chain), len(new))  # chain nodes the committed tokens could check
-        self._chain.trials[: min(tried, MAX_DEPTH)] += 1
-        self._chain.hits[: min(right, MAX_DEPTH)] += 1
+        self._siblings.age()
+        # walk the lookup draft down the committed tokens: at each node reached, its first child is a
+        # trial of the chain's acceptance at that depth, each other child one of its sibling rank
+        kids = _children(found)
+        node = -1
+        for depth, token in enumerate(new):
+            below = kids.get(node)
+            if not below:
+                break
+            if depth < MAX_DEPTH:  # deeper nodes read the last depth's statistics, without adding to them
+                self._chain.trials[depth] += 1
+            ranks = min(len(below), MAX_SIBLINGS + 1)
+            self._siblings.trials[: ranks - 1] += 1
+            hit = next((r for r, child in enumerate(below) if found.tokens[child] == token), None)
+            if hit is None:
+                break
+            if hit == 0:
+                if depth < MAX_DEPTH:
+                    self._chain.hits[depth] += 1
+            else:
+                self._siblings.hits[min(hit, MAX_SIBLINGS) - 1] += 1
+            node = below[hit]
         # each committed token checks the row of the token before it (rows as they were at propose)
         for parent, token in zip([last, *new[:-1]], new):
             row = self._rows.get(parent)
@@ -174,54 +215,56 @@ class RecyclingDrafter(Drafter):
         """Estimated P(a row's rank-r token is the next token).  # [W]"""
         return self._ranks.estimate()
 
-    def best_first(self, chain: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The ``limit`` most probable nodes, parents first: (tokens [n], parents [n], P(node) [n]).
+    def sibling_acceptance(self) -> np.ndarray:
+        """Estimated P(the lookup tree's sibling of rank r is right | its parent right), r = 1.. .  # [S]"""
+        return self._siblings.estimate()
+
+    def best_first(self, found: Draft | np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ``limit`` most probable nodes, parents first: (tokens [n], parents [n], P(node) [n]),
+        from the lookup draft ``found`` (a Draft, or a chain's [m] ids) and the table's rows.
 
         Every node's probability is at most its parent's, so popping the most probable
         candidate first always yields parents before children, and any prefix is a tree.
         """
-        chain_p, rank_p = self.chain_acceptance(), self.rank_acceptance()
+        if not isinstance(found, Draft):
+            found = Draft(found)
+        kids = _children(found)
+        chain_p, rank_p, sibling_p = self.chain_acceptance(), self.rank_acceptance(), self.sibling_acceptance()
         tokens: list[int] = []
         parents: list[int] = []
         probs: list[float] = []
-        heap: list[tuple[float, int, int, int, int]] = []  # (-P, order, parent node, token, chain depth or -1)
+        # (-P, order, parent node, token, the lookup draft's node it is (None: off the draft), its depth)
+        heap: list[tuple[float, int, int, int, int | None, int]] = []
         order = 0
 
-        def push_children(node: int, token: int, p_node: float, depth: int) -> None:
+        def push_children(node: int, token: int, p_node: float, at: int | None, depth: int) -> None:
             nonlocal order
-            candidates: dict[int, tuple[float, int]] = {}
-            if 0 <= depth < len(chain):  # the node is on the lookup chain
-                candidates[int(chain[depth])] = (chain_p[min(depth, MAX_DEPTH - 1)], depth + 1)
+            candidates: dict[int, tuple[float, int | None]] = {}
+            for rank, child in enumerate(kids.get(at, ()) if at is not None else ()):
+                p = chain_p[min(depth, MAX_DEPTH - 1)] if rank == 0 else sibling_p[min(rank, MAX_SIBLINGS) - 1]
+                candidates[int(found.tokens[child])] = (p, child)
             row = self._rows.get(token)
             if row is not None:
                 for rank, t in enumerate(row.tolist()):
-                    p, next_depth = candidates.get(t, (0.0, -1))
-                    candidates[t] = (1.0 - (1.0 - p) * (1.0 - rank_p[rank]), next_depth)
-            for t, (p, next_depth) in candidates.items():
+                    p, child = candidates.get(t, (0.0, None))
+                    candidates[t] = (1.0 - (1.0 - p) * (1.0 - rank_p[rank]), child)
+            for t, (p, child) in candidates.items():
                 order += 1
-                heapq.heappush(heap, (-p_node * p, order, node, t, next_depth))
+                heapq.heappush(heap, (-p_node * p, order, node, t, child, depth + 1))
 
-        push_children(-1, self._last, 1.0, 0)
+        push_children(-1, self._last, 1.0, -1, 0)
         while heap and len(tokens) < limit:
-            neg_p, _, parent, token, depth = heapq.heappop(heap)
+            neg_p, _, parent, token, at, depth = heapq.heappop(heap)
             tokens.append(token)
             parents.append(parent)
             probs.append(-neg_p)
             if len(tokens) < limit:
-                push_children(len(tokens) - 1, token, -neg_p, depth)
+                push_children(len(tokens) - 1, token, -neg_p, at, depth)
         return np.asarray(tokens, dtype=np.int64), np.asarray(parents, dtype=np.int32), np.asarray(probs)
 
-    def _lookup_chain(self, limit: int) -> np.ndarray:
-        """The lookup drafter's chain (a tree from it counts by its first branch only)."""
-        if self.base is None:
-            return np.zeros(0, dtype=np.int64)
-        draft = self.base.propose(limit)
-        if draft.is_chain:
-            return draft.tokens
-        n = 0
-        while n < len(draft) and draft.parents[n] == n - 1:
-            n += 1
-        return draft.tokens[:n]
+    def _lookup(self, limit: int) -> Draft:
+        """The lookup drafter's draft (a chain, or a tree of several occurrences' continuations)."""
+        return EMPTY_DRAFT if self.base is None else self.base.propose(limit)
 
     def match_length(self) -> int | None:
         """The lookup drafter's match length (None without a lookup drafter, or when it reports none)."""
@@ -230,4 +273,13 @@ class RecyclingDrafter(Drafter):
     def params(self) -> dict:
         base = None if self.base is None else {"name": self.base.name, **self.base.params()}
         return {"base": base, "max_nodes": self.max_nodes, "width": self.width, "decay": self.decay,
-                "cost_aware": self.profile is not None}
+                "cost_aware": self.profile is not None, **({"branches": self.branches} if self.branches > 1 else {})}
+
+
+def _children(draft: Draft) -> dict[int, list[int]]:
+    """Each node's children in ``draft``, in order (-1: the root's)."""
+    kids: dict[int, list[int]] = {}
+    parents = np.arange(-1, len(draft) - 1) if draft.parents is None else draft.parents
+    for i, parent in enumerate(parents.tolist()):
+        kids.setdefault(parent, []).append(i)
+    return kids

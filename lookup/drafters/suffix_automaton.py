@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from lookup.indexes.automaton import SuffixAutomaton
+from lookup.indexes.continuations import continuation_tree
 from lookup.base import EMPTY_DRAFT, SOURCES, Agreement, Draft, Drafter, Evidence
 from lookup.indexes.history import DEFAULT_MAX_TOKENS, History
 from lookup.params import require_bool
@@ -92,6 +93,11 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             for :meth:`evidence`; the draft always copies from the most recent or the earliest.
             The history remembers as many per match. Each state's row is padded to 8 int32 columns:
             1-2 occurrences fit in 8, 3-10 take 16 (``adaptive``'s default base remembers 8).
+        branches: with more than 1, draft a token tree instead of a chain: the continuations of up
+            to ``branches`` of the match's most recent occurrences, merged where they agree
+            (:func:`lookup.indexes.continuations.continuation_tree`; the automaton then remembers at
+            least that many). Worth it where a forward over a tree costs about one over a token (a
+            large GPU); ``occurrence`` and ``fallback`` choose among occurrences only for a chain.
     """
 
     def __init__(
@@ -105,10 +111,14 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         history: bool = False,
         history_tokens: int = DEFAULT_MAX_TOKENS,
         occurrences: int = 1,
+        branches: int = 1,
     ):
         super().__init__()
-        if min_match < 1 or max_tokens < 1 or occurrences < 1:
-            raise ValueError("min_match, max_tokens and occurrences must be >= 1")
+        if min_match < 1 or max_tokens < 1 or occurrences < 1 or branches < 1:
+            raise ValueError("min_match, max_tokens, occurrences and branches must be >= 1")
+        self.branches = branches
+        occurrences = max(occurrences, branches)
+        self._branch_ends = np.zeros(branches, dtype=np.int64)  # [branches] scratch for propose()
         self.fallback = require_bool("fallback", fallback)
         self.min_match = min_match
         self.max_tokens = max_tokens
@@ -215,8 +225,12 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         _, length, recent, earliest = self.sam.match()
         if length < self.min_match:
             return EMPTY_DRAFT
-        end = recent if self.occurrence is Occurrence.RECENT else earliest
         n = min(budget, self.draft_length(length))
+        if self.branches > 1 and n > 0:
+            k = self.sam.match_ends(self._branch_ends)
+            tokens, parents = continuation_tree(self.sam.sequence, self._branch_ends[:k], n, budget)
+            return Draft(tokens, parents) if len(tokens) else EMPTY_DRAFT
+        end = recent if self.occurrence is Occurrence.RECENT else earliest
         if self.fallback and len(self.sam) - 1 - end < n:
             # The most recent occurrence runs into the current suffix (a tight repeat): the
             # earliest one is the same match with the longest continuation there is.
@@ -235,4 +249,5 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             "history": self.history is not None,
             **({"history_tokens": self.history.max_tokens} if self.history is not None else {}),
             "occurrences": self.sam.occurrences,
+            **({"branches": self.branches} if self.branches > 1 else {}),
         }

@@ -182,3 +182,32 @@ def test_the_match_length_is_the_lookup_drafters():
     d.reset([4, 5, 6, 4, 5])
     assert d.match_length() == d.base.match_length() == 2
     assert RecyclingDrafter(base=FixedDrafter([1])).match_length() is None  # a base that reports none
+
+
+def test_branches_send_every_occurrences_continuation_and_learn_which_rank_is_right():
+    # [5, 6] occurred three times, continued by 1, 2 and 3; the truth is always the oldest (3)
+    prompt = [5, 6, 3, 7, 5, 6, 2, 8, 5, 6, 1, 9, 5, 6]
+    d = RecyclingDrafter(branches=4, max_nodes=16, profile=CostProfile.flat(64))
+    d.reset(prompt)
+    draft = d.propose(16)
+    roots = [int(t) for t, p in zip(draft.tokens, draft.parents) if p < 0]
+    assert roots[:3] == [1, 2, 3]  # ties: the newest occurrence first
+    before = d.sibling_acceptance()[1]
+    d.extend([3])
+    d.observe(draft, 0)
+    assert d.sibling_acceptance()[1] > before  # the third sibling was right
+    assert d.chain_acceptance()[0] < 0.7 and d.params()["branches"] == 4
+
+
+def test_one_branch_is_the_chain_as_before():
+    prompt = [5, 6, 3, 0, 5, 6, 2, 0, 5, 6]
+    chain, tree = RecyclingDrafter(), RecyclingDrafter(branches=1)
+    for d in (chain, tree):
+        d.reset(prompt)
+    a, b = chain.propose(8), tree.propose(8)
+    assert a.tokens.tolist() == b.tokens.tolist() and a.parents.tolist() == b.parents.tolist()
+    assert "branches" not in tree.params()
+    with pytest.raises(ValueError):
+        RecyclingDrafter(branches=0)
+    with pytest.raises(ValueError):
+        RecyclingDrafter(base=FixedDrafter([1]), branches=2)

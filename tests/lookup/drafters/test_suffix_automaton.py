@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from lookup.base import EMPTY_DRAFT, Draft, Evidence
 from lookup.indexes import automaton_kernels as K
 from lookup.indexes.automaton import MAX_LOAD, SuffixAutomaton
+from lookup.indexes.continuations import continuation_tree
 from lookup.drafters.suffix_automaton import LinearLength, SuffixAutomatonDrafter
 
 UNBOUNDED = 1 << 30  # max_depth that records every ancestor: rings exact, for comparison with brute force
@@ -187,6 +188,27 @@ def test_drafter_copies_the_continuation_of_the_chosen_occurrence(data, budget, 
     draft = d.propose(budget)
     assert draft.tokens.tolist() == reference_draft(seq, budget, min_match, max_tokens, occurrence, rule, fallback)
     assert draft.parents is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(chunked_sequences(max_len=60), st.integers(0, 12), st.integers(2, 5), st.integers(1, 8))
+def test_branches_draft_the_tree_of_the_most_recent_occurrences_continuations(data, budget, branches, max_tokens):
+    seq, chunks = data
+    d = SuffixAutomatonDrafter(max_tokens=max_tokens, length_rule=None, max_depth=UNBOUNDED, branches=branches)
+    d.reset(chunks[0] if chunks else [])
+    for chunk in chunks[1:]:
+        d.extend(chunk)
+    draft = d.propose(budget)
+    length = brute_match(seq)[0] if seq else 0
+    # the most recent `branches` earlier ends of the longest match, newest first
+    ends = [e for e in range(len(seq) - 2, -1, -1)
+            if length and e + 1 >= length and seq[e + 1 - length : e + 1] == seq[len(seq) - length :]][:branches]
+    want = continuation_tree(np.asarray(seq, dtype=np.int64), ends, min(budget, max_tokens), budget) if ends else None
+    if want is None or budget == 0:
+        assert len(draft) == 0
+    else:
+        assert draft.tokens.tolist() == want[0].tolist() and draft.parents.tolist() == want[1].tolist()
+        assert d.params()["branches"] == branches and d.sam.occurrences >= branches
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,61 @@
+"""The continuation tree against brute force: the trie of the occurrences' continuations, cut
+most-shared first."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lookup.indexes.continuations import continuation_tree
+
+
+def paths(tokens: np.ndarray, parents: np.ndarray) -> list[tuple[int, ...]]:
+    """Each node's path of tokens from the root."""
+    out: list[tuple[int, ...]] = []
+    for token, parent in zip(tokens.tolist(), parents.tolist()):
+        out.append((out[parent] if parent >= 0 else ()) + (token,))
+    return out
+
+
+@given(
+    sequence=st.lists(st.integers(0, 3), min_size=1, max_size=40),
+    data=st.data(),
+    length=st.integers(1, 8),
+    budget=st.integers(0, 30),
+)
+def test_the_tree_is_the_most_shared_prefixes_of_the_continuations(sequence, data, length, budget):
+    seq = np.asarray(sequence, dtype=np.int64)
+    ends = data.draw(st.lists(st.integers(0, len(seq) - 1), unique=True, max_size=6))
+    tokens, parents = continuation_tree(seq, ends, length, budget)
+    conts = [tuple(seq[e + 1 : e + 1 + length].tolist()) for e in ends]
+    # every distinct non-empty prefix, with how many continuations share it
+    shared: dict[tuple[int, ...], int] = {}
+    for c in conts:
+        for k in range(1, len(c) + 1):
+            shared[c[:k]] = shared.get(c[:k], 0) + 1
+    got = paths(tokens, parents)
+    assert all(-1 <= p < i for i, p in enumerate(parents))  # parents first: a tree
+    assert len(set(got)) == len(got) == min(budget, len(shared))  # a trie, filled up to the budget
+    assert all(path in shared for path in got)
+    # most shared first: nothing left out is shared by more continuations than a node taken
+    if got:
+        left_out = [n for path, n in shared.items() if path not in set(got)]
+        assert max(left_out, default=0) <= min(shared[path] for path in got)
+    # siblings in order of how many continuations they hold
+    for i, p in enumerate(parents.tolist()):
+        earlier = [j for j in range(i) if parents[j] == p]
+        assert all(shared[got[j]] >= shared[got[i]] for j in earlier)
+
+
+def test_one_occurrence_is_its_continuation_as_a_chain():
+    seq = np.array([1, 2, 3, 4, 1, 2], dtype=np.int64)
+    tokens, parents = continuation_tree(seq, [1], 3, 10)
+    assert tokens.tolist() == [3, 4, 1] and parents.tolist() == [-1, 0, 1]
+
+
+def test_ties_go_to_the_newest_occurrence():
+    # after [7]: ends 4 (newest, continues 9) and 0 (continues 8): one each, the newest first
+    seq = np.array([7, 8, 5, 5, 7, 9, 5, 7], dtype=np.int64)
+    tokens, parents = continuation_tree(seq, [4, 0], 1, 2)
+    assert tokens.tolist() == [9, 8] and parents.tolist() == [-1, -1]
