@@ -29,7 +29,7 @@ def chain_path_probs(acceptance: np.ndarray) -> np.ndarray:
 
 def forward_costs(profile: CostProfile, n: int, context: int | None = None) -> np.ndarray:
     """Seconds of a forward that verifies ``k`` draft nodes (``k + 1`` tokens), k = 0..n.  # [n+1]"""
-    return np.array([profile.cost(k + 1, context) for k in range(n + 1)])
+    return profile.costs(n + 1, context)
 
 
 def best_cut(path_probs: np.ndarray, costs: np.ndarray) -> int:

@@ -31,7 +31,6 @@ so ``width`` is at most 8.
 
 from __future__ import annotations
 
-import heapq
 from typing import Sequence
 
 import numpy as np
@@ -40,6 +39,7 @@ from lookup.base import EMPTY_DRAFT, MAX_TOP, Draft, Drafter
 from lookup.cost import CostProfile
 from lookup.acceptance.planner import best_cut, forward_costs
 from lookup.acceptance.rates import DecayedRate
+from lookup.drafters.recycling_tree import best_first_tree
 from lookup.registry import create, register
 
 #: the chain's lookup drafter drafts as far as its match goes; the tree decides how much to use
@@ -125,7 +125,10 @@ class RecyclingDrafter(Drafter):
     def reset(self, prompt: Sequence[int]) -> None:
         if self.base is not None:
             self.base.reset(prompt)
-        self._rows: dict[int, np.ndarray] = {}  # token -> [width] the target's top ids after it, most recent
+        # the target's top ids after each token (its most recent context), as a table grown to the
+        # largest token seen: [V, width] ids, and [V] whether the token has a row yet
+        self._row_table = np.full((0, self.width), -1, dtype=np.int64)
+        self._has_row = np.zeros(0, dtype=np.bool_)
         self._context = len(prompt)
         self._last = int(prompt[-1]) if len(prompt) else -1
         self._chain.clear()
@@ -144,9 +147,29 @@ class RecyclingDrafter(Drafter):
 
     def observe_top(self, tokens: np.ndarray, top: np.ndarray, probs: np.ndarray) -> None:
         """Remember the target's top ids after each token; a later occurrence replaces an earlier."""
+        tokens = np.asarray(tokens, dtype=np.int64)
         top = np.asarray(top)[:, : self.width]
-        for token, row in zip(np.asarray(tokens).tolist(), top):
-            self._rows[token] = row
+        if not len(tokens):
+            return
+        need = int(tokens.max()) + 1
+        if need > len(self._has_row):  # grow by doubling: tokens arrive a few at a time
+            size = max(need, 2 * len(self._has_row), 1024)
+            table = np.full((size, self.width), -1, dtype=np.int64)  # -1: past a row narrower than width
+            table[: len(self._row_table)] = self._row_table
+            has = np.zeros(size, dtype=np.bool_)
+            has[: len(self._has_row)] = self._has_row
+            self._row_table, self._has_row = table, has
+        # the last occurrence of each token wins (fancy assignment with repeats leaves it unspecified)
+        last = len(tokens) - 1 - np.unique(tokens[::-1], return_index=True)[1]
+        self._row_table[tokens[last], : top.shape[1]] = top[last]
+        self._has_row[tokens[last]] = True
+
+    def row_of(self, token: int) -> np.ndarray | None:
+        """The target's top ids after ``token`` in its most recent context (None: not seen yet).  # [width]"""
+        if not (0 <= token < len(self._has_row) and self._has_row[token]):
+            return None
+        row = self._row_table[token]
+        return row[row >= 0]
 
     def propose(self, budget: int) -> Draft:
         limit = min(budget, self.max_nodes)
@@ -199,7 +222,7 @@ class RecyclingDrafter(Drafter):
             node = below[hit]
         # each committed token checks the row of the token before it (rows as they were at propose)
         for parent, token in zip([last, *new[:-1]], new):
-            row = self._rows.get(parent)
+            row = self.row_of(parent)
             if row is not None:
                 self._ranks.trials += 1
                 hit = np.flatnonzero(row == token)
@@ -228,39 +251,9 @@ class RecyclingDrafter(Drafter):
         """
         if not isinstance(found, Draft):
             found = Draft(found)
-        kids = _children(found)
-        chain_p, rank_p, sibling_p = self.chain_acceptance(), self.rank_acceptance(), self.sibling_acceptance()
-        tokens: list[int] = []
-        parents: list[int] = []
-        probs: list[float] = []
-        # (-P, order, parent node, token, the lookup draft's node it is (None: off the draft), its depth)
-        heap: list[tuple[float, int, int, int, int | None, int]] = []
-        order = 0
-
-        def push_children(node: int, token: int, p_node: float, at: int | None, depth: int) -> None:
-            nonlocal order
-            candidates: dict[int, tuple[float, int | None]] = {}
-            for rank, child in enumerate(kids.get(at, ()) if at is not None else ()):
-                p = chain_p[min(depth, MAX_DEPTH - 1)] if rank == 0 else sibling_p[min(rank, MAX_SIBLINGS) - 1]
-                candidates[int(found.tokens[child])] = (p, child)
-            row = self._rows.get(token)
-            if row is not None:
-                for rank, t in enumerate(row.tolist()):
-                    p, child = candidates.get(t, (0.0, None))
-                    candidates[t] = (1.0 - (1.0 - p) * (1.0 - rank_p[rank]), child)
-            for t, (p, child) in candidates.items():
-                order += 1
-                heapq.heappush(heap, (-p_node * p, order, node, t, child, depth + 1))
-
-        push_children(-1, self._last, 1.0, -1, 0)
-        while heap and len(tokens) < limit:
-            neg_p, _, parent, token, at, depth = heapq.heappop(heap)
-            tokens.append(token)
-            parents.append(parent)
-            probs.append(-neg_p)
-            if len(tokens) < limit:
-                push_children(len(tokens) - 1, token, -neg_p, at, depth)
-        return np.asarray(tokens, dtype=np.int64), np.asarray(parents, dtype=np.int32), np.asarray(probs)
+        parents = np.arange(-1, len(found) - 1, dtype=np.int32) if found.parents is None else found.parents
+        return best_first_tree(self._last, found.tokens, parents, self._row_table, self._has_row,
+                               self.chain_acceptance(), self.rank_acceptance(), self.sibling_acceptance(), limit)
 
     def _lookup(self, limit: int) -> Draft:
         """The lookup drafter's draft (a chain, or a tree of several occurrences' continuations)."""

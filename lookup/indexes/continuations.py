@@ -11,10 +11,10 @@ SAM-Decoding's trees (here over the occurrences an index remembers, not over a s
 
 from __future__ import annotations
 
-import heapq
 from typing import Sequence
 
 import numpy as np
+from numba import njit
 
 
 def continuation_tree(sequence: np.ndarray, ends: Sequence[int], length: int,
@@ -27,40 +27,101 @@ def continuation_tree(sequence: np.ndarray, ends: Sequence[int], length: int,
     going to the node of the newest occurrence, then to the shallower one. A node is never shared by
     more continuations than its parent, so every prefix of the order is a tree, siblings appear in
     that order (the first child of each node is its most shared one), and with one end the tree is
-    that end's continuation, a chain.
+    that end's continuation, a chain. (A numba kernel: drafters call it every step.)
     """
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    if budget <= 0 or length <= 0 or len(ends) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    return _tree(np.ascontiguousarray(sequence), ends, int(length), int(budget))
+
+
+@njit(cache=True)
+def _before(count: np.ndarray, first: np.ndarray, depth: np.ndarray, a: int, b: int) -> bool:
+    """Node ``a`` is taken before node ``b``: more shared, then the newer occurrence's, then shallower,
+    then made first."""
+    if count[a] != count[b]:
+        return count[a] > count[b]
+    if first[a] != first[b]:
+        return first[a] < first[b]
+    if depth[a] != depth[b]:
+        return depth[a] < depth[b]
+    return a < b
+
+
+@njit(cache=True)
+def _tree(sequence, ends, length, budget):
     n_seq = len(sequence)
-    children: list[dict[int, int]] = [{}]  # trie node -> {token: child}; node 0 = the root
-    count = [0]  # continuations through each node
-    first = [0]  # the newest continuation through each node (its index in ends)
-    depth = [0]
-    token = [-1]
-    for rank, end in enumerate(ends):
+    cap = len(ends) * length + 1
+    first_child = np.full(cap, -1, dtype=np.int64)  # the trie as first-child / next-sibling links
+    next_sibling = np.full(cap, -1, dtype=np.int64)
+    count = np.zeros(cap, dtype=np.int64)  # continuations through each node
+    first = np.zeros(cap, dtype=np.int64)  # the newest continuation through it (its index in ends)
+    depth = np.zeros(cap, dtype=np.int64)
+    token = np.zeros(cap, dtype=np.int64)
+    nodes = 1
+    for rank in range(len(ends)):
         count[0] += 1
         node = 0
-        for pos in range(int(end) + 1, min(int(end) + 1 + length, n_seq)):
-            t = int(sequence[pos])
-            child = children[node].get(t)
-            if child is None:
-                child = len(count)
-                children[node][t] = child
-                children.append({})
-                count.append(0)
-                first.append(rank)
-                depth.append(depth[node] + 1)
-                token.append(t)
+        for pos in range(ends[rank] + 1, min(ends[rank] + 1 + length, n_seq)):
+            t = sequence[pos]
+            child, last = first_child[node], -1
+            while child != -1 and token[child] != t:
+                last, child = child, next_sibling[child]
+            if child == -1:
+                child = nodes
+                nodes += 1
+                token[child], first[child], depth[child] = t, rank, depth[node] + 1
+                if last == -1:
+                    first_child[node] = child
+                else:
+                    next_sibling[last] = child
             count[child] += 1
             node = child
-    tokens: list[int] = []
-    parents: list[int] = []
-    out_index = {0: -1}  # trie node -> its index in the output
-    heap = [(-count[c], first[c], depth[c], c, 0) for c in children[0].values()]
-    heapq.heapify(heap)
-    while heap and len(tokens) < budget:
-        _, _, _, node, parent = heapq.heappop(heap)
-        out_index[node] = len(tokens)
-        tokens.append(token[node])
-        parents.append(out_index[parent])
-        for c in children[node].values():
-            heapq.heappush(heap, (-count[c], first[c], depth[c], c, node))
-    return np.asarray(tokens, dtype=np.int64), np.asarray(parents, dtype=np.int32)
+    # best first: a binary heap of trie nodes whose parent is taken
+    heap = np.zeros(nodes, dtype=np.int64)
+    size = 0
+    out_index = np.full(nodes, -1, dtype=np.int64)
+    parent_of = np.zeros(nodes, dtype=np.int64)
+    tokens = np.zeros(min(budget, nodes - 1), dtype=np.int64)
+    parents = np.zeros(min(budget, nodes - 1), dtype=np.int32)
+    n = 0
+    child = first_child[0]
+    while child != -1:
+        parent_of[child] = 0
+        heap[size] = child
+        size += 1
+        i = size - 1
+        while i > 0 and _before(count, first, depth, heap[i], heap[(i - 1) // 2]):
+            heap[i], heap[(i - 1) // 2] = heap[(i - 1) // 2], heap[i]
+            i = (i - 1) // 2
+        child = next_sibling[child]
+    while size > 0 and n < budget:
+        node = heap[0]
+        size -= 1
+        heap[0] = heap[size]
+        i = 0
+        while True:
+            left, right, best = 2 * i + 1, 2 * i + 2, i
+            if left < size and _before(count, first, depth, heap[left], heap[best]):
+                best = left
+            if right < size and _before(count, first, depth, heap[right], heap[best]):
+                best = right
+            if best == i:
+                break
+            heap[i], heap[best] = heap[best], heap[i]
+            i = best
+        out_index[node] = n
+        tokens[n] = token[node]
+        parents[n] = -1 if parent_of[node] == 0 else out_index[parent_of[node]]
+        n += 1
+        child = first_child[node]
+        while child != -1:
+            parent_of[child] = node
+            heap[size] = child
+            size += 1
+            i = size - 1
+            while i > 0 and _before(count, first, depth, heap[i], heap[(i - 1) // 2]):
+                heap[i], heap[(i - 1) // 2] = heap[(i - 1) // 2], heap[i]
+                i = (i - 1) // 2
+            child = next_sibling[child]
+    return tokens[:n], parents[:n]

@@ -29,7 +29,7 @@ def brute_force_probs(d: RecyclingDrafter, chain, last: int, limit: int) -> list
         cands = {}
         if 0 <= depth < len(chain):
             cands[chain[depth]] = (chain_p[min(depth, MAX_DEPTH - 1)], depth + 1)
-        row = d._rows.get(token)
+        row = d.row_of(token)
         for rank, t in enumerate([] if row is None else row.tolist()):
             p, nd = cands.get(t, (0.0, -1))
             cands[t] = (1 - (1 - p) * (1 - rank_p[rank]), nd)
@@ -173,7 +173,7 @@ def test_adaptive_passes_the_rows_to_a_wrapped_drafter_that_wants_them():
     assert wrapped.wants_top == 8 and lookup.create("adaptive").wants_top == 0
     wrapped.reset([1, 2])
     wrapped.observe_top(np.array([1]), np.array([[2, 3, 4, 5, 6, 7, 8, 9]]), np.zeros((1, 8), np.float16))
-    assert wrapped.base._rows[1].tolist() == [2, 3, 4, 5, 6, 7, 8, 9]
+    assert wrapped.base.row_of(1).tolist() == [2, 3, 4, 5, 6, 7, 8, 9]
 
 
 def test_the_match_length_is_the_lookup_drafters():
