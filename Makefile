@@ -92,3 +92,9 @@ clean:
 bench-vllm: $(STAMP) $(VLLM_STAMP)
 	PLD_LAB_MODEL_DIR="$$($(BIN)/python -c 'from decoding.loading import embedded_checkpoint; print(embedded_checkpoint())')" \
 		$(VLLM_VENV)/bin/python experiments/bench_vllm.py $(ARGS)
+
+# The GPU check (docs/gpu-check.md): on a CUDA machine with only PyTorch and transformers, so the
+# machine's own python3 and no venv; OUT= names the JSON, ARGS= passes options (--budget-s, --small).
+.PHONY: gpu-check
+gpu-check:
+	PYTHONPATH=. $(PYTHON) experiments/gpu_check.py --out $(or $(OUT),gpu_check.json) $(ARGS)

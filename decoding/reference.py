@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 class ReferenceResult:
     tokens: list[int]  # generated ids, EOS included when it stopped there
     wall_s: float
+    logits: torch.Tensor | None = None  # [n, V] float32 on the CPU: the logits each token was chosen from (asked for)
 
     @property
     def tokens_per_s(self) -> float:
@@ -31,11 +32,13 @@ def hf_generate(
     max_new_tokens: int,
     prompt_lookup_num_tokens: int | None = None,
     max_matching_ngram_size: int | None = None,
+    with_logits: bool = False,
     **sampling,
 ) -> ReferenceResult:
     """``model.generate`` greedy (default), or with transformers' prompt lookup when asked.
 
-    ``sampling`` (do_sample, temperature, top_k, top_p) is passed through.
+    ``sampling`` (do_sample, temperature, top_k, top_p) is passed through. ``with_logits`` keeps
+    the raw logits of every generated token (``ReferenceResult.logits``).
     """
     ids = torch.tensor([list(prompt_ids)], device=target.device)  # [1, L]
     kwargs = dict(
@@ -49,9 +52,14 @@ def hf_generate(
         kwargs.update(prompt_lookup_num_tokens=prompt_lookup_num_tokens)
         if max_matching_ngram_size is not None:
             kwargs.update(max_matching_ngram_size=max_matching_ngram_size)
+    if with_logits:
+        kwargs.update(output_logits=True, return_dict_in_generate=True)
     synchronize(target.device)
     t0 = time.perf_counter()
     out = target.model.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
     synchronize(target.device)
     wall = time.perf_counter() - t0
-    return ReferenceResult(tokens=out[0, ids.shape[1] :].tolist(), wall_s=wall)
+    if not with_logits:
+        return ReferenceResult(tokens=out[0, ids.shape[1] :].tolist(), wall_s=wall)
+    logits = torch.cat([step[:1].float().cpu() for step in out.logits]) if out.logits else None  # [n, V]
+    return ReferenceResult(tokens=out.sequences[0, ids.shape[1] :].tolist(), wall_s=wall, logits=logits)

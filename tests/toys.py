@@ -1,4 +1,5 @@
-"""Small stand-ins shared by the tests: a tiny random-weight Llama and test-only drafters."""
+"""Small stand-ins shared by the tests: a tiny random-weight Llama and test-only drafters (the tiny
+models of other families, and ``IdTokenizer``, are :mod:`decoding.families`'s, re-exported here)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from decoding.families import FAMILIES, IdTokenizer, tiny_family  # noqa: F401  (the tests' names for them)
 from decoding.model_target import ModelTarget
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
-
-
-class IdTokenizer:
-    """Enough of a tokenizer for a model without one: ids print as ``<id>``."""
-
-    eos_token_id: int | None = None
-    chat_template = None
-
-    def __init__(self, eos_token_id: int | None = None) -> None:
-        self.eos_token_id = eos_token_id
-
-    def decode(self, ids: Sequence[int], **_) -> str:
-        return "".join(f"<{int(i)}>" for i in ids)
 
 
 def tiny_llama(
@@ -127,56 +116,6 @@ def published(seq: list[int], max_ngram_size: int = 3, num_pred_tokens: int = 10
                 if end_idx <= input_length and start_idx < input_length - ngram_size:
                     return seq[start_idx:end_idx]
     return []
-
-
-#: the families :func:`tiny_family` builds: name -> (config class, model class, config kwargs).
-#: Sizes are filled in by tiny_family; these are each family's own knobs (sliding windows of 8,
-#: shorter than the tests' prompts, so rolling sliding-window cache layers are exercised).
-FAMILIES: dict[str, tuple[str, str, dict]] = {
-    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
-    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
-    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 8}),
-    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": 8}),
-    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",
-               {"head_dim": 8, "sliding_window": 8, "final_logit_softcapping": None,
-                "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]}),
-    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM",
-               {"head_dim": 8, "sliding_window": 8, "final_logit_softcapping": None,
-                "layer_types": ["sliding_attention", "sliding_attention", "full_attention"]}),
-    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
-    "gpt2": ("GPT2Config", "GPT2LMHeadModel", {}),
-    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {}),
-    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),
-    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM",
-                  {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
-                   "shared_expert_intermediate_size": 32}),
-}
-
-
-def tiny_family(family: str, vocab_size: int = 64, seed: int = 0, layers: int = 3, hidden: int = 32,
-                heads: int = 4, max_positions: int = 256, sharpen: float = 8.0, **overrides) -> ModelTarget:
-    """A random-weight model of one of the :data:`FAMILIES`, built from a config (no download),
-    ``sharpen`` scaling its (untied) LM head as in :func:`tiny_llama`; ``overrides`` replace
-    config fields (e.g. ``sliding_window``)."""
-    import transformers
-
-    config_name, model_name, own = FAMILIES[family]
-    torch.manual_seed(seed)
-    if family == "gpt2":
-        sizes = dict(n_embd=hidden, n_layer=layers, n_head=heads, n_inner=2 * hidden, n_positions=max_positions)
-    else:
-        sizes = dict(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                     num_attention_heads=heads, max_position_embeddings=max_positions)
-        if family != "gpt_neox":
-            sizes["num_key_value_heads"] = max(1, heads // 2)
-    config = getattr(transformers, config_name)(
-        vocab_size=vocab_size, bos_token_id=None, eos_token_id=None, pad_token_id=None,
-        tie_word_embeddings=False, **sizes, **{**own, **overrides})
-    model = getattr(transformers, model_name)(config).eval()
-    with torch.no_grad():
-        model.get_output_embeddings().weight.mul_(sharpen)
-    model.generation_config.eos_token_id = None
-    return ModelTarget(model, IdTokenizer(), name=f"tiny-{family}")
 
 
 def random_sequence(rng, n: int, vocab: int) -> list[int]:

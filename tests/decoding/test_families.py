@@ -1,5 +1,5 @@
 """Every main Hugging Face decoder family, as a tiny random-weight model built from its config
-(tests/toys.py::tiny_family, no download), through our verifier: chains (suffix-automaton, unfold,
+(decoding/families.py::tiny_family, no download), through our verifier: chains (suffix-automaton, unfold,
 random tokens) and trees (voting:tree=True, random branchy trees) are token-identical to the
 model's own ``model.generate(do_sample=False)``, on prompts longer than the sliding windows.
 
@@ -12,24 +12,17 @@ from __future__ import annotations
 
 import pytest
 from sampling_toys import RandomTreeDrafter
-from toys import FAMILIES, RandomDrafter, tiny_family
+from toys import RandomDrafter
 
 import decoding
 import lookup
+from decoding.families import FAMILIES, PROMPTS, tiny_family
 from decoding.reference import hf_generate
 from lookup.errors import PLDError
 
-SLIDING = {"mistral", "gemma2", "gemma3"}  # window 8 in tests/toys.py::FAMILIES
+SLIDING = {"mistral", "gemma2", "gemma3"}  # window 8 in decoding/families.py::FAMILIES
 TREES = sorted(set(FAMILIES) - SLIDING)
 MAX_NEW = 40
-#: repetitive prompts: drafts get accepted and rejected. The first two are longer than the
-#: window (8); the third is shorter and the output crosses it; the last is a single token.
-PROMPTS = [
-    [3, 17, 5, 3, 17, 5, 9, 3, 17, 5, 3, 17, 8, 3, 17, 22, 41, 3, 17, 5, 9, 3, 17],
-    [7, 1, 2, 7, 1, 2, 30, 31, 7, 1, 2, 30, 31, 7, 1, 50, 7, 1, 2, 30, 31, 32, 7, 1, 2, 30, 31, 7, 1, 2, 30],
-    [11, 12, 11, 12, 11],
-    [4],
-]
 CHAINS = {
     "suffix-automaton": lambda target, truth: lookup.create("suffix-automaton"),
     "unfold": lambda target, truth: lookup.create("unfold"),
