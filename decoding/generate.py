@@ -15,7 +15,7 @@ import numpy as np
 from decoding.acceptance import accept_greedy, accept_greedy_tree
 from decoding.inputs import TokenIds, check_request
 from decoding.target import Scores, Target
-from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.base import EMPTY_DRAFT, Draft, Drafter, hand_vocab
 from lookup.errors import PLDError
 
 #: tokens of text checked around each new token for a stop string
@@ -129,12 +129,16 @@ def generate(
     ``eos_token_ids`` (default: the target's) one id or several. Bad input (a float id, a
     ``max_new_tokens`` that is not an integer >= 1, a drafter that is not a
     :class:`~lookup.base.Drafter`, ...) raises :class:`~lookup.errors.PLDError` before the first
-    forward; see :mod:`decoding.inputs`.
+    forward; see :mod:`decoding.inputs`. A drafter that wants the vocabulary's strings
+    (:meth:`~lookup.base.Drafter.wants_vocab`) is handed the target's (:meth:`Target.vocab`) first.
     """
     request = check_request(target, prompt_ids, drafter, max_new_tokens, draft_budget, temperature, top_k, top_p,
                             stop_strings, eos_token_ids)
     prompt, max_new_tokens, draft_budget = request.prompt, request.max_new_tokens, request.draft_budget
     eos, stop_strings = request.eos, request.stop_strings
+    # a drafter that asks for the vocabulary's strings gets the target's, once (and untimed, as its
+    # construction is): a drafter reused across calls has them already and asks no more
+    hand_vocab(drafter, target.vocab)
     accept = (greedy_rule if request.temperature == 0
               else _sampling_rule(target, request.temperature, request.top_k, request.top_p, seed))
     stats = Stats()

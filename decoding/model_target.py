@@ -32,6 +32,7 @@ from transformers.cache_utils import DynamicLayer
 from decoding.devices import synchronize
 from decoding.target import Scores, Target, TopRows, top_rows
 from decoding.tree import TreeLayout
+from decoding.vocab import vocab_strings
 from lookup.errors import PLDError
 
 #: a tree forward may differ from the chain path by float noise, never by this share of the
@@ -153,6 +154,10 @@ class ModelTarget(Target):
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    def vocab(self) -> Sequence[str] | None:
+        # decoded once per tokenizer, and only when a drafter asks (decoding.vocab)
+        return None if self.tokenizer is None else vocab_strings(self.tokenizer, self.vocab_size)
 
     # -- helpers ---------------------------------------------------------------------------
     def _record_past(self) -> None:

@@ -109,3 +109,8 @@ class Target(abc.ABC):
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids`` (needed for stop strings); targets without a tokenizer raise."""
         raise PLDError(f"{type(self).__name__} has no tokenizer; stop strings need one")
+
+    def vocab(self) -> Sequence[str] | None:
+        """Each id's text alone (:func:`decoding.vocab.vocab_strings`), for a drafter that asks for
+        the vocabulary's strings; None (the default) for a target without a tokenizer."""
+        return None

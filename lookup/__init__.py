@@ -11,8 +11,8 @@ import sys as _sys
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.errors import PLDError
-from lookup.registry import (UnknownDrafterError, available, builtin_names, canonical, create, get, register,
-                             trusted_names, unknown_name)
+from lookup.registry import (DEFAULT_DRAFTER, UnknownDrafterError, available, builtin_names, canonical, create, get,
+                             register, trusted_names, unknown_name)
 
 # Built-in drafters register themselves on import.
 from lookup import acceptance, drafters, indexes, peers  # noqa: E402,F401  isort: skip
@@ -29,6 +29,7 @@ for _old, _module in MOVED.items():
     globals().setdefault(_old, _module)
 
 __all__ = [
+    "DEFAULT_DRAFTER",
     "Draft",
     "Drafter",
     "EMPTY_DRAFT",

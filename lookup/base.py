@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import ClassVar, Sequence
+from typing import Callable, ClassVar, Sequence
 
 import numpy as np
 
@@ -129,8 +129,9 @@ class Drafter(abc.ABC):
     :attr:`wants_top` (reads the target's top ids), :attr:`uses_profile` (takes the target's
     cost profile), :meth:`fitted_on` (reads models fitted on a benchmark), :meth:`match_length`
     (reports the match behind its draft), :meth:`evidence`
-    (reports what its index knows of a draft) and :meth:`keeps_history` (carries a history from one
-    request to the next).
+    (reports what its index knows of a draft), :meth:`keeps_history` (carries a history from one
+    request to the next) and :meth:`wants_vocab` (reads the vocabulary's strings, handed over once
+    through :meth:`set_vocab`).
     """
 
     #: registry name, set by :func:`lookup.register`
@@ -235,6 +236,27 @@ class Drafter(abc.ABC):
         wrapped drafter does."""
         return any(d.keeps_history() for d in self.wrapped()[1:])
 
+    def wants_vocab(self) -> bool:
+        """True while this drafter (or one it wraps) wants the vocabulary's strings and has not been
+        handed them. Whoever builds a drafter with the strings at hand hands them over once, before
+        the first :meth:`reset` (:func:`hand_vocab`): the decoding loop from the target's tokenizer,
+        a replay from the benchmark's vocabulary file, the competition's sandbox from its parent; a
+        drafter that has them says False from then on. A drafter must draft without them too (a
+        target may have no tokenizer, a trace folder no vocabulary file). Default: whether a wrapped
+        drafter wants them."""
+        return any(d.wants_vocab() for d in self.wrapped()[1:])
+
+    def set_vocab(self, strings: Sequence[str]) -> None:
+        """The vocabulary's strings: ``strings[i]`` is the text of token id ``i`` alone, as the
+        tokenizer decodes ``[i]`` (special tokens included, spaces and newlines as themselves; a
+        token that is only part of a character reads as U+FFFD); ids at or past ``len(strings)`` have
+        none. The sequence is shared: read it, keep it, never change it. Called at most once, and only
+        while :meth:`wants_vocab`; never changes what the drafter knows of the sequence. Default: hand
+        them to each wrapped drafter that wants them."""
+        for d in self.wrapped()[1:]:
+            if d.wants_vocab():
+                d.set_vocab(strings)
+
     def shareable_history(self) -> "Drafter | None":
         """The drafter, this one or one it wraps, whose history across requests is a
         :class:`lookup.indexes.history.History`: the one kind that requests served side by side can
@@ -263,3 +285,13 @@ class Drafter(abc.ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({args})"
+
+
+def hand_vocab(drafter: Drafter, strings: Callable[[], Sequence[str] | None]) -> None:
+    """Hand ``drafter`` the vocabulary's strings if it wants them (:meth:`Drafter.wants_vocab`):
+    ``strings()`` is called only then, so that nobody reads or decodes a vocabulary that no drafter
+    asked for; when it returns None (no tokenizer, no vocabulary file) the drafter goes without."""
+    if drafter.wants_vocab():
+        vocab = strings()
+        if vocab is not None:
+            drafter.set_vocab(vocab)

@@ -24,18 +24,19 @@ logits outputs are not computed: both are refused with one line (``PLDError``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
 from decoding.generate import generate as speculative_generate
 from decoding.integrations.drafters import fresh_each_request, make_drafter
 from decoding.model_target import ModelTarget
-from lookup.base import Drafter
+from lookup import registry
+from lookup.base import Drafter, hand_vocab
 from lookup.errors import PLDError
 
-#: what drafts when the caller names no drafter
-DEFAULT_DRAFTER = "adaptive"
+#: what drafts when the caller names no drafter: the project's one default (``lookup.DEFAULT_DRAFTER``)
+DEFAULT_DRAFTER = registry.DEFAULT_DRAFTER
 #: the logits processors a sampling config builds and our exact sampler applies itself
 _SAMPLING_WARPERS = ("TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper")
 #: outputs of transformers' generate that this loop does not compute
@@ -44,11 +45,14 @@ _UNSUPPORTED_OUTPUTS = ("output_scores", "output_logits", "output_attentions", "
 
 def generate(model, input_ids: torch.Tensor, logits_processor=None, stopping_criteria=None, generation_config=None,
              drafter: str | Drafter | None = None, draft_budget: int = 32, seed: int | None = None,
-             **model_kwargs: Any):
+             vocab: Sequence[str] | None = None, **model_kwargs: Any):
     """``custom_generate`` for transformers' ``generate``: our loop with ``drafter`` on every row.
 
     ``input_ids`` is [B, L] (left-padded when B > 1, with ``attention_mask`` in ``model_kwargs``);
     returns [B, L + n] ids, or a ``GenerateDecoderOnlyOutput`` when ``return_dict_in_generate``.
+    ``vocab`` is the vocabulary's strings for a drafter that asks for them
+    (``decoding.vocab.vocab_strings(tokenizer)``): transformers keeps a ``tokenizer=`` argument to
+    itself, so none reaches this function.
     """
     config = generation_config
     _refuse_what_we_cannot_honour(config, logits_processor)
@@ -70,6 +74,7 @@ def generate(model, input_ids: torch.Tensor, logits_processor=None, stopping_cri
     for b in range(input_ids.shape[0]):
         prompt = _unpadded(input_ids[b], None if mask is None else mask[b])
         chosen = make_drafter(DEFAULT_DRAFTER if drafter is None else drafter)
+        hand_vocab(chosen, lambda: vocab)
         out = speculative_generate(target, prompt, chosen, max_new, draft_budget=draft_budget,
                                    seed=seed, eos_token_ids=eos, **sampling)
         tokens = _stopped(input_ids[b], out.tokens, stopping_criteria)

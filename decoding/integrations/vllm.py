@@ -57,10 +57,16 @@ from typing import Any, Sequence
 import numpy as np
 
 from decoding.integrations.drafters import asks_for_history, history_of, make_drafter, share_history
-from lookup.base import EMPTY_TOKENS, Draft, Drafter
+from decoding.vocab import vocab_strings
+from lookup.base import EMPTY_TOKENS, Draft, Drafter, hand_vocab
 from lookup.errors import PLDError
 from lookup.policy import DecayedRate
 
+#: the drafter spec when none is configured. Not ``lookup.DEFAULT_DRAFTER`` (``adaptive``), for
+#: measured reasons (the vLLM benchmark and the proposer's timings in docs/integrations.md;
+#: docs/choosing-a-drafter.md): through this proposer neither gave vLLM more throughput at every
+#: batch size, and ``suffix-automaton`` costs the proposer less than half the time per row; and here
+#: the batch rule, not ``adaptive``'s batch-1 cost profile, decides how much of a draft to send.
 DEFAULT_DRAFTER = "suffix-automaton"
 ENV_VAR = "PLD_LAB_DRAFTER"
 #: drafters kept for requests absent from a step (preempted, or finished: forgotten after this many)
@@ -252,6 +258,27 @@ def configured_rule(vllm_config: Any) -> BatchRule | None:
     return BatchRule.from_setting(_settings(vllm_config).get("batch_rule"))
 
 
+def engine_vocab(vllm_config: Any) -> tuple[str, ...] | None:
+    """The vocabulary's strings of the tokenizer vLLM serves with (``model_config.tokenizer``), or None
+    when the config names none or transformers cannot load it (the drafter then goes without)."""
+    model_config = getattr(vllm_config, "model_config", None)
+    path = getattr(model_config, "tokenizer", None)
+    if not path:
+        return None
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            path, trust_remote_code=bool(getattr(model_config, "trust_remote_code", False)))
+    except (OSError, ValueError) as exc:
+        import warnings
+
+        warnings.warn(f"no vocabulary strings for the drafter: cannot load the tokenizer {path!r} ({exc})",
+                      stacklevel=2)
+        return None
+    return vocab_strings(tokenizer)
+
+
 class DrafterProposer:
     """A vLLM custom proposer running a pld-lab drafter per request (see the module docstring).
 
@@ -260,8 +287,12 @@ class DrafterProposer:
     """
 
     def __init__(self, vllm_config: Any = None, drafter: str | None = None,
-                 num_speculative_tokens: int | None = None, batch_rule: BatchRule | bool | dict | None = None) -> None:
+                 num_speculative_tokens: int | None = None, batch_rule: BatchRule | bool | dict | None = None,
+                 vocab: Sequence[str] | None = None) -> None:
         self.spec = drafter or configured_drafter(vllm_config)
+        # the vocabulary's strings, for a drafter that asks for them: ``vocab``, else read from the
+        # engine's tokenizer when the first drafter asks (:meth:`vocab`)
+        self._vllm_config, self._vocab, self._vocab_read = vllm_config, vocab, vocab is not None
         probe = make_drafter(self.spec)  # a bad spec fails when the engine starts, not at the first step
         #: with ``history=true``, the history every request's drafter shares (finished requests' outputs)
         self.history = history_of(probe) if asks_for_history(probe) else None
@@ -282,6 +313,14 @@ class DrafterProposer:
 
     def load_model(self, *args, **kwargs) -> None:
         """vLLM's hook for loading a draft model: a lookup drafter has none."""
+
+    def vocab(self) -> Sequence[str] | None:
+        """The vocabulary's strings (:mod:`decoding.vocab`) from the engine's tokenizer, read once;
+        None when there is none to read."""
+        if not self._vocab_read:
+            self._vocab_read = True
+            self._vocab = engine_vocab(self._vllm_config)
+        return self._vocab
 
     def propose(self, sampled_token_ids: Sequence[Sequence[int]], num_tokens_no_spec: np.ndarray,
                 token_ids_cpu: np.ndarray, slot_mappings: Any = None, **kwargs) -> list[list[int]]:
@@ -313,6 +352,7 @@ class DrafterProposer:
             if all(request is not t for t in taken) and request.extends(row):
                 return request
         drafter = make_drafter(self.spec)
+        hand_vocab(drafter, self.vocab)
         if self.history is not None:
             share_history(drafter, self.history)
         drafter.reset(row.tolist())

@@ -10,6 +10,13 @@ The embedded model's benchmark ships with the package (:func:`shipped_folder`): 
 128 new tokens, the reference cost profile they are scored with, and their benchmark hash
 (``BENCHMARK.json``). Traces a user records go to ``$PLD_LAB_CACHE/traces/<model>/`` or a folder
 of their own, ``<task>-n<max_new_tokens>.jsonl.gz`` beside the model's ``profile.json``.
+
+Traces hold token ids only. For drafters that ask for the vocabulary's strings
+(:meth:`lookup.base.Drafter.wants_vocab`), a folder may hold them in ``vocab.json.gz`` (each id's
+text alone, :mod:`decoding.vocab`; :func:`write_vocab`), read when a drafter first asks
+(:attr:`TraceSet.vocab`); it is not part of the benchmark's hash. ``traces.py record`` writes it
+beside the traces it records; the shipped one is
+``write_vocab(shipped_folder(), decoding.load_model().vocab(), "SmolLM2-135M-Instruct")``.
 Recording lives in ``experiments.running.record``, replaying in ``experiments.running.replay``.
 
 A trace folder is data, not code we trust: every read is bounded (:data:`MAX_TRACE_BYTES`, and the
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import gzip
 import hashlib
 import json
@@ -47,6 +55,11 @@ BENCHMARK_FILE = "BENCHMARK.json"
 MAX_TRACE_BYTES = 256 << 20
 #: BENCHMARK.json and profile.json: a few hundred bytes each; a MiB is plenty
 MAX_INFO_BYTES = 1 << 20
+#: the vocabulary's strings beside the traces (gzip JSON), and the most it may hold compressed and not:
+#: SmolLM2's 49,152 strings are 0.2 MB compressed, 0.5 MB not; a 262,144-token vocabulary a few MB
+VOCAB_FILE = "vocab.json.gz"
+MAX_VOCAB_BYTES = 16 << 20
+MAX_VOCAB_TEXT = 64 << 20
 #: compressed bytes read, and decompressed bytes produced, at a time
 _CHUNK = 1 << 20
 #: field -> the type a stored case holds there (``top`` is checked as it is decoded)
@@ -135,6 +148,12 @@ class TraceSet:
     @property
     def tokens(self) -> int:
         return sum(len(c.output) for c in self.cases)
+
+    @property
+    def vocab(self) -> tuple[str, ...] | None:
+        """The vocabulary's strings of the folder this set was read from (:func:`read_vocab`, read
+        once per folder and only when asked), or None when the folder holds none."""
+        return read_vocab(Path(self.path).parent)
 
 
 def traces_root() -> Path:
@@ -315,6 +334,40 @@ def write_benchmark(folder: Path, sets: Sequence[TraceSet], **extra) -> dict:
     return info
 
 
+def write_vocab(folder: Path, strings: Sequence[str], model: str) -> Path:
+    """Write the vocabulary's strings (``strings[i]``: id ``i``'s text, :mod:`decoding.vocab`) of
+    ``model``'s tokenizer beside the traces in ``folder``, as :data:`VOCAB_FILE`."""
+    path = Path(folder) / VOCAB_FILE
+    data = {"model": model, "strings_are": "tokenizer.decode([id]) per id", "strings": list(strings)}
+    # mtime=0: the same strings give the same bytes (a gzip header holds a time stamp otherwise)
+    path.write_bytes(gzip.compress(json.dumps(data, ensure_ascii=False).encode(), mtime=0))
+    read_vocab.cache_clear()
+    return path
+
+
+@functools.lru_cache(maxsize=8)
+def read_vocab(folder: Path) -> tuple[str, ...] | None:
+    """The vocabulary's strings in ``folder``'s :data:`VOCAB_FILE`, or None when it has none. The
+    file is data like the traces: bounded, and refused with one line when it is not a JSON object
+    whose ``strings`` is a list of strings. Read once per folder."""
+    path = Path(folder) / VOCAB_FILE
+    if not path.exists():
+        return None
+    packed = read_bytes(path, MAX_VOCAB_BYTES, "vocabulary file")
+    unpack = zlib.decompressobj(wbits=31)
+    try:
+        text = unpack.decompress(packed, MAX_VOCAB_TEXT + 1)
+    except zlib.error as exc:
+        raise PLDError(f"{clean(path)} is not a readable vocabulary file ({clean(exc)})") from None
+    if len(text) > MAX_VOCAB_TEXT or unpack.unconsumed_tail:
+        raise PLDError(f"{clean(path)} is not a readable vocabulary file (over {MAX_VOCAB_TEXT >> 20} MiB decompressed)")
+    data = parse_json(text, path, "vocabulary file")
+    strings = data.get("strings") if isinstance(data, dict) else None
+    if not isinstance(strings, list) or not all(isinstance(x, str) for x in strings):
+        raise PLDError(f"{clean(path)} is not a readable vocabulary file (no list of strings under 'strings')")
+    return tuple(strings)
+
+
 def in_order(sets: Sequence[TraceSet]) -> list[TraceSet]:
     """The trace sets in the benchmark's order (tasks by name; each set's cases in file order): the
     order its hash reads them in, and the order a stream of requests serves them."""
@@ -369,3 +422,13 @@ def subset(sets: Sequence[TraceSet], cases: Collection[str]) -> list[TraceSet]:
     """The trace sets holding only the cases whose ids are in ``cases`` (sets left empty dropped)."""
     out = [dataclasses.replace(s, cases=[c for c in s.cases if c.case in cases]) for s in sets]
     return [s for s in out if s.cases]
+
+
+def first_prompts(sets: Sequence[TraceSet], count: int) -> list[TraceSet]:
+    """The trace sets holding only the cases of the first ``count`` prompts of each task (a prompt's
+    turns kept together): the quick subset that ``compare.py --replay --quick`` and ``traces.py
+    replay --quick`` replay (one prompt per task)."""
+    keep: set[str] = set()
+    for trace_set in sets:
+        keep |= set(list(dict.fromkeys(prompt_of(c.case) for c in trace_set.cases))[:count])
+    return subset(sets, {c.case for s in sets for c in s.cases if prompt_of(c.case) in keep})

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence, TypeVar
 
 from experiments.benchmarks.traces import TraceCase, TraceSet, in_order
+from lookup.base import Drafter, hand_vocab
 from lookup.cost import CostProfile
 
 R = TypeVar("R")  # a request: a trace case, a live comparison's case
@@ -66,7 +67,10 @@ def serve_traces(sets: Sequence[TraceSet], make: Callable[[CostProfile], D], *, 
     first = (profile or ordered[0].profile) if ordered else None
 
     def make_for(request: tuple[TraceSet, TraceCase]) -> D:
-        return make(first if stream else profile or request[0].profile)
+        made = make(first if stream else profile or request[0].profile)
+        if isinstance(made, Drafter):  # a sandbox hands them to its entry itself
+            hand_vocab(made, lambda: request[0].vocab)  # the benchmark's strings, to a drafter that asks
+        return made
 
     requests = ((trace_set, case) for trace_set in ordered for case in trace_set.cases)
     wanted = None if needed is None else (lambda request: needed(request[1]))

@@ -19,13 +19,22 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from punctuation_drafter import StopAtPunctuation
 
 import lookup
 import lookup.peers  # noqa: F401  the peers register on import (until `import lookup` imports them)
 from lookup import EMPTY_DRAFT, Draft, Drafter
+from lookup.base import hand_vocab
 from lookup.cost import CPU_SMOLLM2, CostProfile
 
 TOP_ID = (1 << 18) - 1  # 262,143: the largest id a drafter must accept
+
+
+def with_vocab(d: Drafter) -> Drafter:
+    """``d``, handed a vocabulary in which every third id of the contract's symbols reads as "."."""
+    hand_vocab(d, lambda: tuple("." if i % 3 == 0 else f"w{i}" for i in range(8)))
+    return d
+
 
 # name -> how to build it with sensible defaults, for drafters whose constructor needs arguments
 FACTORIES: dict[str, Callable[[], Drafter]] = {}
@@ -44,13 +53,18 @@ VARIANTS: dict[str, Callable[[], Drafter]] = {
     "peer:suffix-decoding[tree]": lambda: lookup.create("peer:suffix-decoding", use_tree_spec=True),
     "peer:sglang-ngram[PROB]": lambda: lookup.create("peer:sglang-ngram", match_type="PROB"),
     "peer:vllm-ngram[min=1]": lambda: lookup.create("peer:vllm-ngram", prompt_lookup_min=1),
+    # a drafter that asks for the vocabulary's strings (tests/punctuation_drafter.py), without and with them
+    StopAtPunctuation.name: lambda: StopAtPunctuation(),
+    f"{StopAtPunctuation.name}[vocab]": lambda: with_vocab(StopAtPunctuation()),
 }
 
 # Peers (lookup.peers) follow other systems' code, and two of them break a rule of ours by design;
 # each exemption says why, and the rest of the contract still holds for them.
 #: drafters whose paths need not be runs of the context (each token still comes from it)
 NOT_RUNS = {"peer:llamacpp-lookup": "llama.cpp chains n-gram statistics: each token follows some n-gram of "
-                                    "context + draft, the chain as a whole need not occur"}
+                                    "context + draft, the chain as a whole need not occur",
+            # the toy chains bigrams, as docs/writing-a-drafter.md's example does
+            StopAtPunctuation.name: "a chain of bigrams: each token follows the one before it in the context"}
 #: drafters that learn once per step, so that reset(a + b) is not reset(a); extend(b)
 STEP_DEPENDENT = {"peer:sglang-ngram": "SGLang inserts the last window into its trie after each step, never the prompt"}
 
@@ -482,3 +496,30 @@ def test_adaptive_reads_the_shipped_fit_unless_no_model_reads_one():
     assert lookup.create("adaptive").fitted_on() == default_fits().benchmark
     assert lookup.create("adaptive", first_token_model=False, chain_model=False).fitted_on() is None
     assert lookup.create("adaptive", base="voting").fitted_on() is None  # no evidence: no model reads a fit
+
+
+# -- the vocabulary hook (Drafter.wants_vocab / set_vocab) -------------------------------------------------------
+def test_the_vocabulary_hook_is_off_by_default():
+    class Plain(Drafter):
+        def propose(self, budget):
+            return EMPTY_DRAFT
+
+    d = Plain()
+    assert d.wants_vocab() is False
+    d.set_vocab(("a", "b"))  # nothing to hand down: nothing happens
+    d.reset([1, 2])
+    assert d.wants_vocab() is False and d.context == [1, 2]
+
+
+def test_our_drafters_ask_for_no_vocabulary():
+    assert not any(lookup.create(name).wants_vocab() for name in lookup.builtin_names())
+
+
+def test_a_drafter_that_asks_for_the_vocabulary_asks_once_and_drafts_the_same_contract(make):
+    d = make()
+    assert isinstance(d.wants_vocab(), bool)
+    if d.wants_vocab():
+        d.set_vocab(tuple(f"<{i}>" for i in range(64)))
+        assert d.wants_vocab() is False
+    d.reset([1, 2, 1, 2, 1])
+    check_wellformed(d.propose(4), 4, [1, 2, 1, 2, 1], runs=False)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
+import re
+
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lookup
 from lookup.errors import PLDError
+from lookup.params import annotation_kinds, type_problem
 from lookup.specs import parse_list, parse_spec, parse_value, split_top_level
 
 SEPARATORS = [":", ",", "="]
@@ -170,3 +175,82 @@ def test_a_parsed_false_turns_tree_mode_off():
     name, params = parse_spec("voting:tree=yes")
     with pytest.raises(TypeError, match="tree"):
         lookup.create(name, **params)
+
+
+# -- a spec's mistakes are one line with a suggestion (lookup.create, lookup.params) ----------------------
+def spec_error(spec: str) -> str:
+    name, params = parse_spec(spec)
+    with pytest.raises(TypeError) as info:
+        lookup.create(name, **params)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_a_value_of_the_wrong_type_names_parameter_type_default_and_value():
+    assert spec_error("suffix-automaton:max_tokens=eight") == (
+        "drafter 'suffix-automaton': max_tokens must be int, e.g. max_tokens=16 (the default); got 'eight'")
+    assert "max_tokens must be int" in spec_error("suffix-automaton:max_tokens=8.0")
+    assert "max_tokens must be int" in spec_error("suffix-automaton:max_tokens=true")  # a bool is no count
+    # caught before the constructor runs: this one was taken silently, to fail in the first propose
+    assert "history_tokens must be int" in spec_error("suffix-automaton:history_tokens=many")
+    assert "length_rule must be Callable[[int], int] | tuple[float, float] | None" in spec_error(
+        "suffix-automaton:length_rule=[2, 2]")
+
+
+def test_a_misspelt_key_suggests_the_close_names():
+    message = spec_error("suffix-automaton:max_token=8")
+    assert message.startswith("drafter 'suffix-automaton': unknown parameter 'max_token'; did you mean 'max_tokens'")
+
+
+def test_values_of_the_right_kind_pass():
+    lookup.create("adaptive", prior_strength=2)  # an int where a float is asked
+    lookup.create("suffix-automaton", max_tokens=np.int64(8), length_rule=None, history=np.bool_(False))
+    lookup.create("suffix-automaton", length_rule=lambda m: m)  # a callable
+    lookup.create("peer:hf-prompt-lookup", eos_token_id=[2, 3])
+
+
+def int_parameters(name: str) -> list[str]:
+    return [p.name for p in inspect.signature(lookup.get(name)).parameters.values()
+            if annotation_kinds(str(p.annotation)) in (["int"], ["int", "None"])]
+
+
+@pytest.mark.parametrize("name", lookup.available())
+def test_every_drafter_refuses_a_word_for_a_count_naming_the_parameter(name):
+    for key in int_parameters(name):
+        with pytest.raises(TypeError, match=rf"^drafter '{re.escape(name)}': {key} must be int"):
+            lookup.create(name, **{key: "eight"})
+
+
+def test_int_parameters_are_found():
+    assert {"max_tokens", "history_tokens", "min_match"} <= set(int_parameters("suffix-automaton"))
+
+
+@pytest.mark.parametrize(
+    "annotation, kinds",
+    [
+        ("int", ["int"]),
+        ("int | None", ["int", "None"]),
+        ("'float'", ["float"]),
+        ("Optional[int]", ["int", "None"]),
+        ("typing.Union[int, str]", ["int", "str"]),
+        ("dict[str, int | None] | None", ["dict", "None"]),
+        ("Callable[[int], int] | tuple[float, float] | None", ["Callable", "tuple", "None"]),
+        ("Occurrence | str", None),  # a type of its own: only the constructor can judge
+        ("CostProfile | str | None", None),
+    ],
+)
+def test_annotation_kinds(annotation, kinds):
+    assert annotation_kinds(annotation) == kinds
+
+
+def test_type_problem_passes_the_default_and_judges_untyped_numbers_only_when_asked():
+    def f(a: int = None, b=2.0, c="x"):  # noqa: RUF013  a default of another type than its annotation
+        pass
+
+    a, b, c = inspect.signature(f).parameters.values()
+    assert type_problem("a", None, a) is None
+    assert type_problem("a", "1", a) == "a must be int, e.g. a=None (the default); got '1'"
+    assert type_problem("b", "big", b) is None
+    assert type_problem("b", "big", b, untyped=True) == "b must be float, e.g. b=2.0 (the default); got 'big'"
+    assert type_problem("c", 5, c, untyped=True) is None  # an untyped string promises nothing
