@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 import time
 import warnings
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from decoding.devices import describe_machine, load_per_core, synchronize
+from decoding.devices import BUSY_LOAD, describe_machine, load_per_core, synchronize
 from decoding.loading import EMBEDDED_NAME, cache_dir
 from lookup.cost import CPU_SMOLLM2, CostProfile
 
@@ -25,20 +26,30 @@ REFERENCE_CONTEXT = 512
 #: top ids per row when timing a prefill for drafters that read rows (the recycling default)
 ROWS_TOP_K = 8
 #: a profile whose repeats spread wider than this (median over min, minus 1, the median over
-#: points) was measured on a busy machine: it is used for nothing and never cached
+#: points) was measured on a busy machine: it is never cached (and so is one begun with more runnable
+#: processes than cores, ``BUSY_LOAD``: it was timed against other work, however steady the repeats look)
 NOISY_SPREAD = 0.10
-#: ... and one begun with more runnable processes than cores (the 1-minute load average per core)
-#: was timed against other work, however steady the repeats look
-BUSY_LOAD = 1.0
+#: a noisy measurement is remembered this long: until then a run uses the stand-in without measuring again
+NOISY_MEMORY = timedelta(hours=1)
+#: how to measure now, whatever is cached or remembered
+REMEASURE = "python experiments/traces.py profile --remeasure"
 
 
 class NoisyProfileWarning(UserWarning):
-    """A measured cost profile was too noisy to keep; the reference profile stands in."""
+    """A measured cost profile was too noisy to keep (or one measured lately was): another stands in."""
 
 
-def profile_path(target: ModelTarget):
+def profile_path(target: ModelTarget) -> Path:
+    """Where this model's profile on this device is cached (a quiet measurement only)."""
     key = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{target.name}-{target.device}-{target.model.dtype}")
     return cache_dir() / "profiles" / f"{key}.json"
+
+
+def noisy_path(target: ModelTarget) -> Path:
+    """Where the last noisy measurement of this model and device is remembered: beside the cached
+    profile, never in its place."""
+    path = profile_path(target)
+    return path.with_name(f"{path.stem}.noisy.json")
 
 
 def measure_cost_profile(
@@ -109,31 +120,67 @@ def reference_profile(target: ModelTarget) -> CostProfile | None:
     return CPU_SMOLLM2 if target.name == EMBEDDED_NAME and target.device.type == "cpu" else None
 
 
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _age(profile: CostProfile) -> timedelta | None:
+    """How long ago ``profile`` was measured (None when it does not say when)."""
+    try:
+        when = datetime.fromisoformat(profile.measured_at)
+    except ValueError:
+        return None
+    return _utc_now() - (when if when.tzinfo else when.replace(tzinfo=timezone.utc))
+
+
+def _busy(profile: CostProfile) -> str:
+    """What made ``profile`` noisy, in a few words."""
+    return (f"repeats spread {100 * (profile.spread or 0):.0f}%, load {profile.load_per_core} per core; over "
+            f"{100 * NOISY_SPREAD:.0f}% or {BUSY_LOAD:g} is busy")
+
+
 def cost_profile(target: ModelTarget, remeasure: bool = False, **kwargs) -> CostProfile:
     """The cached profile of this model on this device, measured (and saved) when missing.
 
     A cached profile from before the context axis existed is measured again. A measurement
-    too noisy to trust (:func:`is_noisy`: the machine was busy) is never cached: the reference
-    profile stands in where there is one (otherwise the noisy one, for this run only), with a
-    :class:`NoisyProfileWarning` that says so.
+    too noisy to trust (:func:`is_noisy`: the machine was busy) is never cached and never
+    replaces a cached one: the cached profile stands in where there is one (after ``remeasure``),
+    else the reference profile where there is one, else the noisy one itself. The noisy
+    measurement is remembered (:func:`noisy_path`) for :data:`NOISY_MEMORY`: until then a run
+    uses the same stand-in without measuring again. Each case warns in one line
+    (:class:`NoisyProfileWarning`) saying what stands in and how to measure now; ``remeasure``
+    always measures.
     """
-    path = profile_path(target)
-    if path.exists() and not remeasure:
-        profile = CostProfile.load(path)
-        if profile.contexts:
-            return profile
+    path, noisy = profile_path(target), noisy_path(target)
+    cached = CostProfile.load(path) if path.exists() else None
+    cached = cached if cached is not None and cached.contexts else None
+    if cached is not None and not remeasure:
+        return cached
+    if not remeasure and noisy.exists():
+        remembered = CostProfile.load(noisy)
+        age = _age(remembered)
+        if age is not None and timedelta(0) <= age < NOISY_MEMORY:
+            stand_in = reference_profile(target)
+            until = (_utc_now() + NOISY_MEMORY - age).strftime("%H:%M UTC")
+            instead = (f"the reference profile ({stand_in.model}, {stand_in.device})" if stand_in
+                       else "that measurement")
+            warnings.warn(f"cost profile not measured again: the last measurement, {age.total_seconds() / 60:.0f} min "
+                          f"ago, was taken on a busy machine ({_busy(remembered)}); using {instead} until {until}. "
+                          f"Measure now: {REMEASURE}", NoisyProfileWarning, stacklevel=2)
+            return stand_in or remembered
     profile = measure_cost_profile(target, **kwargs)
-    if is_noisy(profile):
-        stand_in = reference_profile(target)
-        instead = (f"using the reference profile ({stand_in.model}, {stand_in.device})" if stand_in
-                   else "using it for this run only")
-        warnings.warn(f"cost profile not cached: the machine was busy while it was measured (repeats spread "
-                      f"{100 * (profile.spread or 0):.0f}%, load {profile.load_per_core} per core; over "
-                      f"{100 * NOISY_SPREAD:.0f}% or {BUSY_LOAD:g} is busy); {instead}. Measure again when nothing "
-                      "else runs: python experiments/traces.py profile --remeasure", NoisyProfileWarning, stacklevel=2)
-        return stand_in or profile
-    profile.save(path)
-    return profile
+    if not is_noisy(profile):
+        profile.save(path)
+        noisy.unlink(missing_ok=True)
+        return profile
+    profile.save(noisy)  # remembered, so that the next runs do not pay for another busy measurement
+    stand_in = cached or reference_profile(target)
+    instead = ("the cached profile, kept" if cached else
+               f"the reference profile ({stand_in.model}, {stand_in.device})" if stand_in else "it")
+    warnings.warn(f"cost profile not cached: the machine was busy while it was measured ({_busy(profile)}); using "
+                  f"{instead}, without measuring again for {NOISY_MEMORY.total_seconds() / 60:.0f} min. Measure "
+                  f"again when nothing else runs: {REMEASURE}", NoisyProfileWarning, stacklevel=2)
+    return stand_in or profile
 
 
 def estimated_times(steps, profile: CostProfile, with_prefill: bool = True,

@@ -8,6 +8,8 @@ drafters come from :func:`experiments.running.serving.serve`, as in every other 
 
 from __future__ import annotations
 
+import sys
+import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -15,8 +17,8 @@ from tqdm import tqdm
 
 import decoding
 import lookup
-from decoding.cost import cost_profile
-from decoding.devices import resolve_device
+from decoding.cost import NoisyProfileWarning, cost_profile
+from decoding.devices import fit_threads_to_load, resolve_device
 from decoding.lossless import compare_outputs
 from experiments.benchmarks.tasks import Prompt, prompts_digest
 from experiments.running.cases import Case, check_settings, conversation_cases, select_prompts
@@ -25,6 +27,26 @@ from experiments.running.rows import CaseResult, case_result
 from experiments.running.serving import serve
 from experiments.running.store import ResultStore, code_key, config_hash, git_sha, reusable, versions
 from lookup.cost import CostProfile
+
+
+def _warn(line: str) -> None:
+    """One line on stderr, as every CLI warning."""
+    print(f"warning: {line}", file=sys.stderr, flush=True)
+
+
+def machine_profile(target) -> CostProfile:
+    """This machine's cost profile of ``target`` (:func:`decoding.cost.cost_profile`: cached, or measured
+    once), with its notices (busy machine, what stands in) as one warning line each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NoisyProfileWarning)
+        profile = cost_profile(target, progress=True)
+    for w in caught:
+        if issubclass(w.category, NoisyProfileWarning):
+            _warn(str(w.message))
+        else:  # not ours to reword: shown as it would have been
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return profile
+
 
 class Comparison:
     """Methods x cases, measured back to back per case so that machine noise hits all alike."""
@@ -66,8 +88,11 @@ class Comparison:
         # hf-greedy is the natural reference; put it first when it is there
         methods.sort(key=lambda m: m.spec != "hf-greedy")
         prompts = select_prompts(args)
+        busy = fit_threads_to_load()  # before loading: timings (the profile's too) run with the threads it leaves
+        if busy:
+            _warn(busy)
         target = decoding.load_model(args.model, device=args.device)
-        profile = cost_profile(target, progress=True)  # measured once per model and device, then cached
+        profile = machine_profile(target)
         return cls(target, methods, prompts, args.max_new_tokens, sampling, args.results, args.fresh, profile,
                    stream=getattr(args, "stream", False))
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 from toys import tiny_llama
 
@@ -38,6 +40,7 @@ def any_noise(monkeypatch):
     monkeypatch.setattr(cost, "BUSY_LOAD", float("inf"))
 
 
+@pytest.mark.measures_profile
 def test_measure_and_cache_per_model_and_device(tmp_path, monkeypatch, any_noise):
     monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path))
     target = tiny_llama()
@@ -50,9 +53,9 @@ def test_measure_and_cache_per_model_and_device(tmp_path, monkeypatch, any_noise
     assert CostProfile.load(cost.profile_path(target)) == p
 
 
-def noisy(spread: float, load: float = 0.1) -> CostProfile:
+def noisy(spread: float, load: float = 0.1, measured_at: str = "") -> CostProfile:
     return CostProfile((1, 2), (1.0, 1.5), model="m", contexts=(16,), grid=((1.0, 1.5),), spread=spread,
-                       load_per_core=load)
+                       load_per_core=load, measured_at=measured_at)
 
 
 def test_busy_means_wide_repeats_or_more_work_than_cores():
@@ -72,6 +75,91 @@ def test_a_noisy_profile_is_never_cached_and_says_so(tmp_path, monkeypatch, embe
     assert not cost.profile_path(target).exists()
     monkeypatch.setattr(cost, "measure_cost_profile", lambda *a, **k: noisy(0.02))
     assert cost.cost_profile(target) == noisy(0.02) and cost.profile_path(target).exists()
+
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """A fake clock (``clock.now``, set by the test) and a fake measurement (``clock.next``, a profile;
+    ``clock.measured`` counts the calls); the cache in a temporary folder."""
+
+    class Clock:
+        now, next, measured = T0, None, 0
+
+    def measure(*args, **kwargs):
+        Clock.measured += 1
+        return Clock.next
+
+    monkeypatch.setattr(cost, "_utc_now", lambda: Clock.now)
+    monkeypatch.setattr(cost, "measure_cost_profile", measure)
+    return Clock
+
+
+@pytest.fixture
+def cached_target(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path))
+    return tiny_llama()
+
+
+def test_a_noisy_measurement_is_remembered_for_a_while_instead_of_measured_again(clock, cached_target):
+    target = cached_target
+    clock.next = noisy(0.3, measured_at=T0.isoformat())
+    with pytest.warns(cost.NoisyProfileWarning, match="using it, without measuring again for 60 min"):
+        assert cost.cost_profile(target) == clock.next and clock.measured == 1
+    assert cost.noisy_path(target).exists() and not cost.profile_path(target).exists()
+    clock.now = T0 + timedelta(minutes=20)
+    with pytest.warns(cost.NoisyProfileWarning) as seen:
+        assert cost.cost_profile(target) == noisy(0.3, measured_at=T0.isoformat()) and clock.measured == 1
+    [warning] = seen
+    assert str(warning.message) == (
+        "cost profile not measured again: the last measurement, 20 min ago, was taken on a busy machine (repeats "
+        "spread 30%, load 0.1 per core; over 10% or 1 is busy); using that measurement until 13:00 UTC. Measure now: "
+        "python experiments/traces.py profile --remeasure")
+    # an hour on, it is measured again; a quiet measurement is cached and the noisy one forgotten
+    clock.now, clock.next = T0 + timedelta(minutes=61), noisy(0.02)
+    assert cost.cost_profile(target) == noisy(0.02) and clock.measured == 2
+    assert cost.profile_path(target).exists() and not cost.noisy_path(target).exists()
+
+
+def test_the_embedded_models_remembered_noise_means_the_reference_profile(clock, cached_target, monkeypatch):
+    monkeypatch.setattr(cached_target, "name", cost.EMBEDDED_NAME)
+    clock.next = noisy(0.02, load=1.5, measured_at=T0.isoformat())
+    with pytest.warns(cost.NoisyProfileWarning, match="load 1.5 per core"):
+        assert cost.cost_profile(cached_target) == CPU_SMOLLM2
+    clock.now = T0 + timedelta(minutes=59)
+    with pytest.warns(cost.NoisyProfileWarning, match="using the reference profile .* until 13:00 UTC"):
+        assert cost.cost_profile(cached_target) == CPU_SMOLLM2 and clock.measured == 1
+    with pytest.warns(cost.NoisyProfileWarning):  # asked to: measured again, however recent the noise
+        cost.cost_profile(cached_target, remeasure=True)
+    assert clock.measured == 2
+
+
+@pytest.mark.parametrize("measured_at", ["", "not a time", (T0 + timedelta(minutes=5)).isoformat()])
+def test_noise_of_no_known_time_or_from_the_future_is_measured_again(clock, cached_target, measured_at):
+    noisy(0.3, measured_at=measured_at).save(cost.noisy_path(cached_target))
+    clock.next = noisy(0.02)
+    assert cost.cost_profile(cached_target) == noisy(0.02) and clock.measured == 1
+
+
+def test_a_noisy_measurement_never_replaces_a_quiet_one(clock, cached_target):
+    quiet = noisy(0.02, measured_at="2026-01-01T00:00:00+00:00")
+    quiet.save(cost.profile_path(cached_target))
+    clock.next = noisy(0.3, measured_at=T0.isoformat())
+    with pytest.warns(cost.NoisyProfileWarning, match="using the cached profile, kept"):
+        assert cost.cost_profile(cached_target, remeasure=True) == quiet
+    assert CostProfile.load(cost.profile_path(cached_target)) == quiet
+    assert cost.cost_profile(cached_target) == quiet and clock.measured == 1  # the quiet one, not the remembered noise
+
+
+def test_the_guard_refuses_measuring_in_tests(cached_target):
+    """conftest: a test that would time a profile fails instead, unless marked measures_profile."""
+    from experiments import traces
+
+    for measure in (cost.measure_cost_profile, traces.measure_cost_profile, cost.cost_profile):
+        with pytest.raises(AssertionError, match="a test measured a cost profile"):
+            measure(cached_target)
 
 
 def grid_profile(prefill=(0.2, 1.0)) -> CostProfile:
@@ -115,6 +203,7 @@ def test_grid_json_round_trip_and_old_profiles_still_load(tmp_path):
     assert old.contexts == () and old.cost(2, 5000) == 0.7
 
 
+@pytest.mark.measures_profile
 def test_measure_a_grid_with_prefill(tmp_path, monkeypatch):
     monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path))
     p = cost.measure_cost_profile(tiny_llama(), sizes=(1, 2, 4), contexts=(48, 16), repeats=2)
@@ -127,6 +216,7 @@ def test_measure_a_grid_with_prefill(tmp_path, monkeypatch):
     assert p.seconds == p.grid[1]  # 48 is the measured context nearest the reference
 
 
+@pytest.mark.measures_profile
 def test_an_old_cached_profile_is_measured_again(tmp_path, monkeypatch, any_noise):
     monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path))
     target = tiny_llama()

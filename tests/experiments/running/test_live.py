@@ -1,0 +1,49 @@
+"""A live comparison's start: the machine's load checked before the model loads, the cost profile's notices
+as one warning line each."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from toys import tiny_llama
+
+import decoding
+from decoding.cost import NoisyProfileWarning
+from experiments.running import live
+from lookup.cost import CPU_SMOLLM2
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "experiments"))
+import compare  # noqa: E402
+
+BUSY = ("machine busy: load 3.50 on 2 cores (1-minute average); timings will be slower and noisier than on a quiet "
+        "machine")
+
+
+def test_a_busy_machine_is_checked_before_the_model_loads_and_said_in_one_line(tmp_path, monkeypatch, capsys,
+                                                                                live_profile):
+    order = []
+    target = tiny_llama()
+    monkeypatch.setattr(live, "fit_threads_to_load", lambda: order.append("load checked") or BUSY)
+    monkeypatch.setattr(decoding, "load_model", lambda *a, **k: order.append("model loaded") or target)
+    args = compare.build_parser().parse_args(["--tasks", "code-edit", "--prompts", "1", "--results", str(tmp_path)])
+    comparison = live.Comparison.from_args(args, ["none"])
+    assert order == ["load checked", "model loaded"] and comparison.profile is live_profile
+    assert capsys.readouterr().err == f"warning: {BUSY}\n"
+    monkeypatch.setattr(live, "fit_threads_to_load", lambda: None)  # a quiet machine: nothing said
+    live.Comparison.from_args(args, ["none"])
+    assert capsys.readouterr().err == ""
+
+
+def test_the_profiles_notices_are_one_warning_line_each_and_other_warnings_pass(monkeypatch, capsys):
+    def busy_profile(target, **kwargs):
+        warnings.warn("cost profile not cached: the machine was busy", NoisyProfileWarning, stacklevel=2)
+        warnings.warn("something else", RuntimeWarning, stacklevel=2)
+        return CPU_SMOLLM2
+
+    monkeypatch.setattr(live, "cost_profile", busy_profile)
+    with pytest.warns(RuntimeWarning, match="something else"):
+        assert live.machine_profile(tiny_llama()) is CPU_SMOLLM2
+    assert capsys.readouterr().err == "warning: cost profile not cached: the machine was busy\n"
