@@ -6,9 +6,10 @@
 
 One line per row, one column per ``CaseResult`` field in its order, then the per-row values that
 the JSONL does not store but tables show (``DERIVED``): a replay's ``speedup`` is empty (nothing
-was timed), its ``est_speedup`` is the cost profile's estimate. Fields that hold a dict or a list
-(``params``, ``config``, the per-step lists, ``tokens``) are JSON text in both formats, so the
-two files hold the same values: ``json.loads`` gives them back.
+was timed), its ``est_speedup`` is the cost profile's estimate (prefill included) and its
+``decode_speedup`` the decoding phase's (``experiments.reporting.summary`` names each figure).
+Fields that hold a dict or a list (``params``, ``config``, the per-step lists, ``tokens``) are JSON
+text in both formats, so the two files hold the same values: ``json.loads`` gives them back.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from experiments.running.rows import CaseResult
 from lookup.errors import PLDError
 
 #: per-row values derived from the stored fields (``CaseResult`` properties), written after them
-DERIVED = ("group", "tau", "tokens_per_s", "est_speedup", "replay")
+DERIVED = ("group", "tau", "tokens_per_s", "est_speedup", "decode_speedup", "replay")
 FIELDS = tuple(f.name for f in dataclasses.fields(CaseResult))
 COLUMNS = FIELDS + DERIVED
 PARQUET_HINT = "--parquet needs pyarrow (or pandas with a parquet engine): pip install pyarrow; --csv needs nothing"

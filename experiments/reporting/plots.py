@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 
 from experiments.reporting.summary import (ALL, by_method_and_group, est_speedup_of, group_order,  # noqa: E402
                                            is_drafter, method_order, speedup_of, summarize)
-from experiments.reporting.tables import fmt  # noqa: E402
+from experiments.reporting.tables import POOLED_LABEL, fmt  # noqa: E402
 from experiments.running.explain import PARTS, Loss  # noqa: E402
 from experiments.running.rows import CaseResult  # noqa: E402
 from experiments.running.store import config_hash  # noqa: E402
@@ -42,7 +42,7 @@ MAX_WIDTH_IN = 12.5
 #: bars per row of panels before the groups wrap into another row
 MAX_BARS_PER_ROW = 48
 #: the cost-aware oracle's bars: no method's colour, hatched
-ORACLE_LABEL = "oracle (knows the answer)"
+ORACLE_LABEL = "cost-aware oracle (knows the answer)"
 ORACLE_STYLE = dict(color="#d9d9d9", hatch="///", edgecolor="#7f7f7f", linewidth=0.5)
 
 #: our own methods keep these colours (tab10) in every plot; they must never trade places
@@ -125,7 +125,7 @@ def _bar_panel(ax, series: Sequence[str], groups: Sequence[str], values: Callabl
             ax.bar_label(bars, labels=[fmt(float(ys[j])) for j in ok], fontsize=6, rotation=90, padding=2)
     if seen:
         ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
-        ax.set_xticks(x, groups, rotation=20, ha="right")
+        ax.set_xticks(x, [POOLED_LABEL if g == ALL else g for g in groups], rotation=20, ha="right")
         ax.set_ylabel(ylabel)
         ax.margins(y=0.18)  # room above the tallest bar for its label, below the title
         ax.grid(axis="y", alpha=0.3)
@@ -172,8 +172,8 @@ def plot_speedup_by_category(rows: Sequence[CaseResult], oracle: Mapping[str, fl
     # field (replay rows carry est_speedup but no wall time, live rows the reverse unless a cost profile
     # was applied); the oracle is an estimate under the cost profile, so it sits with the estimates
     panels = [(speedup_of, f"speedup over {reference}\n(total time ratio)", f"Measured speedup over {reference}", False),
-              (est_speedup_of, "estimated speedup\n(cost profile)", "Estimated speedup (from the cost profile)",
-               bool(oracle))]
+              (est_speedup_of, "estimated speedup\n(cost profile, prefill incl.)",
+               "Estimated speedup (from the cost profile, each prompt's prefill included)", bool(oracle))]
     panels = [p for p in panels if any(p[0](cells.get((m, g), [])) is not None for m in methods for g in groups)]
     if not panels:
         return None
@@ -362,7 +362,7 @@ def plot_losses(losses: dict[str, dict[str, Loss]]):
             left_pos += np.maximum(share, 0)
             left_neg += np.minimum(share, 0)
         ax.set_yticks(ys, drafters, fontsize=8)
-        ax.set_title(group, fontsize=9)
+        ax.set_title(POOLED_LABEL if group == ALL else group, fontsize=9)
         ax.axvline(0, color="black", linewidth=0.8)
         ax.grid(alpha=0.3, axis="x")
     axes[0, 0].invert_yaxis()  # the first drafter on top, as in the table (the y axis is shared: once)

@@ -2,19 +2,33 @@
 
     s = summarize(rows)                         # one method's rows, on one group or all
     cells = by_method_and_group(rows)           # {(method, group): rows}, plus (method, "all")
+    score = score_of(rows)                      # the board's figure: geo-mean over groups of decode speedup
     share = oracle_gain(score, oracle_score)    # the share of the oracle's gain an entry reaches
-    ceiling = oracle_speedups(cases)            # {group: the cost-aware oracle's estimated speedup}
+    times = oracle_times(cases)                 # {group: the cost-aware oracle's seconds, and plain decoding's}
+    ceiling = oracle_speedups(times)            # {group: the cost-aware oracle's estimated speedup}
+    notes = sample_notes(cases_per_group, oracle)   # warnings: small groups, an oracle that gains next to nothing
+
+The figures, one name and one definition each, in every table, plot, export and W&B run:
+
+- ``est speedup`` (:func:`est_speedup_of`): estimated from the cost profile, pooled over the cases
+  as total times, as the rows were priced: a comparison's rows include each prompt's prefill on
+  both sides (what a wall-clock measurement sees), the board's rate the decoding phase alone;
+- ``decode speedup`` (:func:`decode_speedup_of`): the same for the decoding phase alone, whatever
+  the rows include: what the board shows per task group;
+- ``score`` (:func:`score_of`, :func:`board_score`): the geometric mean over task groups of the
+  decode speedup, so each group weighs the same whatever its length: what the board ranks by.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from experiments.benchmarks.prompts import ALL, group_of
 from experiments.benchmarks.traces import TraceCase
-from experiments.running.oracle import cost_aware_oracle_times
+from experiments.running.oracle import MIN_ORACLE_GAIN, cost_aware_oracle_times
+from experiments.running.oracle import oracle_gain  # noqa: F401  (the views import it from here)
 from experiments.running.rows import CaseResult
 from lookup.cost import CostProfile
 
@@ -58,40 +72,90 @@ def est_speedup_of(rows: Sequence[CaseResult]) -> float | None:
     return sum(r.est_plain_s for r in priced) / spent if spent > 0 else None
 
 
+def decode_speedup_of(rows: Sequence[CaseResult]) -> float | None:
+    """Estimated speedup of the decoding phase, pooled as :func:`est_speedup_of` is: the prefill the
+    rows' estimates include (``est_prefill_s``) taken out of both sides first; None when no row has
+    an estimate. Equal to :func:`est_speedup_of` on rows rated for the decoding phase (the board's)."""
+    priced = [r for r in rows if r.est_run_s and r.est_prefill_s is not None]
+    spent = sum(r.est_run_s - r.est_prefill_s for r in priced)
+    return sum(r.est_plain_s - r.est_prefill_s for r in priced) / spent if spent > 0 else None
+
+
 def geo_mean(values: Iterable[float | None]) -> float | None:
     """Geometric mean of the positive finite values (None when there are none)."""
     values = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def oracle_gain(score: float | None, oracle: float | None) -> float | None:
-    """The share of the oracle's gain over plain decoding that ``score`` reaches: (s - 1) / (o - 1)."""
-    if score is None or oracle is None or oracle <= 1:
-        return None
-    return (score - 1) / (oracle - 1)
+def board_score(by_group: Mapping[str, float | None]) -> float | None:
+    """The board's rule: the geometric mean of per-group speedups (``ALL`` left out, so each task
+    group weighs the same whatever its length); None when no group has one."""
+    return geo_mean(v for group, v in by_group.items() if group != ALL)
 
 
-def oracle_speedups(cases: Iterable[tuple[TraceCase, CostProfile]], with_prefill: bool = True) -> dict[str, float]:
-    """The cost-aware oracle's estimated speedup per task group and over all (``ALL``), on the
-    traces ``cases`` (each with the profile that prices it): pooled as :func:`est_speedup_of` pools
-    rows, total plain seconds over total oracle seconds, with each prompt's prefill on both sides
-    when ``with_prefill``, as a replay's estimates have it (the board rates the decoding phase)."""
-    plain: dict[str, float] = defaultdict(float)
-    best: dict[str, float] = defaultdict(float)
+def score_of(rows: Sequence[CaseResult]) -> float | None:
+    """What the board ranks by, of ``rows`` (one method's): :func:`board_score` of each task group's
+    :func:`decode_speedup_of`. On one group it is that group's decode speedup."""
+    groups: dict[str, list[CaseResult]] = defaultdict(list)
+    for r in rows:
+        groups[r.group].append(r)
+    return board_score({g: decode_speedup_of(rs) for g, rs in groups.items()})
+
+
+def oracle_times(cases: Iterable[tuple[TraceCase, CostProfile]]) -> dict[str, tuple[float, float, float]]:
+    """The cost-aware oracle on the traces ``cases`` (each with the profile that prices it), per task
+    group and over all (``ALL``): (plain decoding's seconds, the oracle's, the prefill both would
+    pay), each summed over the group's cases (decoding phase for the first two)."""
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for case, profile in cases:
-        decode_plain, decode_best = cost_aware_oracle_times(case, profile)
-        prefill = profile.prefill_cost(len(case.prompt)) if with_prefill else 0.0
+        plain, best = cost_aware_oracle_times(case, profile)
+        prefill = profile.prefill_cost(len(case.prompt))
         for group in (group_of(case.category, case.case, case.turn), ALL):
-            plain[group] += prefill + decode_plain
-            best[group] += prefill + decode_best
-    return {group: plain[group] / best[group] for group in plain if best[group] > 0}
+            for i, seconds in enumerate((plain, best, prefill)):
+                sums[group][i] += seconds
+    return {group: (plain, best, prefill) for group, (plain, best, prefill) in sums.items()}
+
+
+def oracle_speedups(times: Mapping[str, tuple[float, float, float]], with_prefill: bool = True) -> dict[str, float]:
+    """The cost-aware oracle's estimated speedup per group of :func:`oracle_times`: total plain seconds
+    over total oracle seconds, as :func:`est_speedup_of` pools rows, with the prefill on both sides
+    when ``with_prefill`` (a comparison's est speedup) or without (its decode speedup, the board's)."""
+    out = {}
+    for group, (plain, best, prefill) in times.items():
+        extra = prefill if with_prefill else 0.0
+        if best + extra > 0:
+            out[group] = (plain + extra) / (best + extra)
+    return out
+
+
+#: a task group with fewer cases than this gets a warning: its figures move by several percent
+#: from one handful of prompts to the next
+MIN_CASES = 10
+
+
+def sample_notes(cases: Mapping[str, int], oracle: Mapping[str, float | None] | None = None) -> list[str]:
+    """One warning line per kind of small sample among task groups: ``cases`` per group (``ALL``
+    left out), and, where given, the ``oracle``'s speedup per group (its share of a gain of less
+    than ``MIN_ORACLE_GAIN`` is not shown: :func:`oracle_gain`)."""
+    notes = []
+    small = [f"{g} ({n})" for g, n in cases.items() if g != ALL and n < MIN_CASES]
+    if small:
+        notes.append(f"warning: fewer than {MIN_CASES} cases in {', '.join(small)}: figures of a group this small "
+                     "describe these prompts, not the task")
+    flat = [f"{g} ({v:.3f}x)" for g, v in (oracle or {}).items() if v is not None and v - 1 < MIN_ORACLE_GAIN]
+    if flat:
+        notes.append(f"warning: the oracle gains less than {100 * MIN_ORACLE_GAIN:.0f}% over plain decoding in "
+                     f"{', '.join(flat)}: no lookup can do much there, and a share of its gain would be noise "
+                     "(not shown)")
+    return notes
 
 
 def summarize(rows: Sequence[CaseResult]) -> dict:
     """Aggregate metrics of one method's rows (on one group or all): what tables, plots and W&B show.
 
     Keys: n, new_tokens, forwards, tau (tokens / forwards), tokens_per_s (tokens / wall time),
-    speedup and est_speedup (see their functions), worst_speedup, drafter_us_per_step (per forward),
+    speedup, est_speedup, decode_speedup and score (see their functions), worst_speedup,
+    drafter_us_per_step (per forward, reset included; in process, where the board's is the sandbox's),
     drafted, accepted, acceptance (accepted / drafted), mean_accepted (per step), identical
     (True / False / None when never checked). A value that no row has is None.
     """
@@ -112,6 +176,8 @@ def summarize(rows: Sequence[CaseResult]) -> dict:
         "tokens_per_s": sum(r.new_tokens for r in timed) / wall if wall > 0 else None,
         "speedup": speedup_of(rows),
         "est_speedup": est_speedup_of(rows),
+        "decode_speedup": decode_speedup_of(rows),
+        "score": score_of(rows),
         "worst_speedup": min(speedups) if speedups else None,
         "drafter_us_per_step": sum(r.drafter_us_per_step * r.forwards for r in us) / us_weight if us_weight else None,
         "drafted": drafted,

@@ -1,5 +1,6 @@
-"""Plain-text and Markdown tables: the one renderer, the per-category tables of a comparison, and
-the cost profile as a table."""
+"""Plain-text and Markdown tables: the one renderer, the per-category tables of a comparison, the
+oracle-gap table of ``traces.py explain`` (and the board's ``show``), and the cost profile as a table.
+Every figure carries the name ``experiments.reporting.summary`` defines it under."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 from experiments.benchmarks.untrusted import clean
-from experiments.reporting.summary import ALL, summarize
+from experiments.reporting.summary import ALL, board_score, oracle_gain, oracle_speedups, sample_notes, summarize
 from experiments.running.explain import PARTS, Loss
 from experiments.running.rows import CaseResult
 from lookup.cost import CostProfile
@@ -21,10 +22,23 @@ COLUMNS = [
     ("speedup", "speedup"),
     ("worst", "worst_speedup"),
     ("est speedup", "est_speedup"),
+    ("decode speedup", "decode_speedup"),
+    ("score", "score"),  # over several task groups only: on one it is the decode speedup
     ("tok/s", "tokens_per_s"),
     ("drafter µs/step", "drafter_us_per_step"),
     ("identical", "identical"),
 ]
+#: what a column means, said under the tables that show it (summary.py defines each figure)
+COLUMN_NOTES = {
+    "est_speedup": "est speedup: estimated from the cost profile, each prompt's prefill included (as a wall clock "
+                   "sees it), pooled over the cases as total times",
+    "decode_speedup": "decode speedup: the same, decoding phase alone: the board's figure per task group",
+    "score": "score: the geometric mean of decode speedup over the task groups, each weighing the same: what the "
+             "board ranks by",
+    "drafter_us_per_step": "drafter µs/step: wall time in the drafter per forward, reset included, in this process "
+                           "(the board's counts the CPU time of its sandbox per request, its message handling "
+                           "included: more)",
+}
 #: the longest cell: a Markdown-escaped reason of 500 characters may double in length
 CELL_CHARS = 2000
 
@@ -65,29 +79,67 @@ def _cell(key: str, value):
     return value
 
 
-def method_table(rows: Sequence[CaseResult], order: Sequence[str]) -> str:
-    """One line per method (in ``order``) over ``rows``."""
+def _shown(stats: dict[str, dict], score: bool) -> list[tuple[str, str]]:
+    return [(h, k) for h, k in COLUMNS
+            if (score or k != "score") and any(s[k] is not None for s in stats.values())]
+
+
+def _stats(rows: Sequence[CaseResult], order: Sequence[str]) -> dict[str, dict]:
     stats = {m: summarize([r for r in rows if r.method == m]) for m in order}
-    stats = {m: s for m, s in stats.items() if s["n"]}
-    shown = [(h, k) for h, k in COLUMNS if any(s[k] is not None for s in stats.values())]
+    return {m: s for m, s in stats.items() if s["n"]}
+
+
+def method_table(rows: Sequence[CaseResult], order: Sequence[str], score: bool = False) -> str:
+    """One line per method (in ``order``) over ``rows``; ``score``: with the score column (rows of
+    several task groups)."""
+    stats = _stats(rows, order)
+    shown = _shown(stats, score)
     table = [[m, *(_cell(k, s[k]) for _, k in shown)] for m, s in stats.items()]
     return render(["method", *(h for h, _ in shown)], table)
 
 
-def category_tables(rows: Sequence[CaseResult], order: Sequence[str]) -> str:
-    """A table per task group (multi-turn prompts split per turn), then one over everything."""
+def _groups(rows: Sequence[CaseResult]) -> dict[str, list[CaseResult]]:
     groups: dict[str, list[CaseResult]] = defaultdict(list)
     for r in rows:
         groups[r.group].append(r)
-    parts = [f"## {g}\n{method_table(groups[g], order)}" for g in sorted(groups)]
-    parts.append(f"## {ALL}\n{method_table(rows, order)}")
+    return dict(sorted(groups.items()))
+
+
+def category_tables(rows: Sequence[CaseResult], order: Sequence[str]) -> str:
+    """A table per task group (multi-turn prompts split per turn), then one over everything, pooled,
+    with the score over the groups when there are several."""
+    groups = _groups(rows)
+    parts = [f"## {g}\n{method_table(rs, order)}" for g, rs in groups.items()]
+    several = len(groups) > 1
+    parts.append(f"## {ALL}{': pooled over every case; score over the task groups' if several else ''}\n"
+                 f"{method_table(rows, order, score=several)}")
     return "\n\n".join(parts)
 
 
-def report(comparison) -> str:
-    """A comparison (live or replay) as text: its heading, a table per group, its footer."""
-    parts = [comparison.heading(), category_tables(list(comparison.rows.values()), comparison.order)]
-    return "\n\n".join(p for p in [*parts, comparison.footer()] if p)
+def oracle_line(times: dict[str, tuple[float, float, float]]) -> str:
+    """The cost-aware oracle of a replay's traces (``summary.oracle_times``) under the names and
+    formats of the tables' figures: its est speedup and decode speedup over every case, its score."""
+    with_prefill, decode = oracle_speedups(times), oracle_speedups(times, with_prefill=False)
+    groups = [g for g in decode if g != ALL]
+    score = f", score {fmt(board_score(decode))}" if len(groups) > 1 else ""
+    return (f"the cost-aware oracle (knows the answer; the ceiling of lookup) on these traces: est speedup "
+            f"{fmt(with_prefill.get(ALL))}, decode speedup {fmt(decode.get(ALL))}{score}")
+
+
+def column_notes(rows: Sequence[CaseResult], order: Sequence[str]) -> str:
+    """What the figures of :func:`category_tables` that need saying are (those shown), one per line."""
+    shown = {k for _, k in _shown(_stats(rows, order), score=len(_groups(rows)) > 1)}
+    return "\n".join(note for key, note in COLUMN_NOTES.items() if key in shown)
+
+
+def report(comparison, extra: Sequence[str] = ()) -> str:
+    """A comparison (live or replay) as text: its heading, a table per group, what the figures are,
+    warnings about small samples, the ``extra`` lines (the oracle's, say), its footer."""
+    rows = list(comparison.rows.values())
+    cases = {g: len({r.case for r in rs}) for g, rs in _groups(rows).items()}
+    parts = [comparison.heading(), category_tables(rows, comparison.order), column_notes(rows, comparison.order),
+             "\n".join(sample_notes(cases)), "\n".join(extra), comparison.footer()]
+    return "\n\n".join(p for p in parts if p)
 
 
 def format_profile(profile: CostProfile) -> str:
@@ -111,19 +163,50 @@ def describe_profile(profile: CostProfile) -> str:
     return f"{profile.model} on {profile.device}: measured {when} on {profile.host or 'an unknown machine'}{spread}{load}"
 
 
+#: the loss table's rows over every case: the pooled one, and the board's score over the groups
+POOLED_LABEL = f"{ALL} pooled"
+SCORE_LABEL = "score"
+#: what the loss table's figures are, said under it
+LOSS_NOTES = ("decode speedup: estimated from the cost profile, decoding phase, pooled over a group's cases (the "
+              "board's figure per task group); cost-aware oracle: the same of the oracle that knows the answer "
+              f"and the cost of a forward; {POOLED_LABEL}: over every case; {SCORE_LABEL}: the geometric mean over "
+              "the task groups, what the board ranks by; of gain: (speedup - 1) / (oracle - 1); the parts: shares "
+              "of the gap to the oracle (they add up to 100%)")
+
+
 def loss_table(losses: dict[str, Loss]) -> str:
-    """One drafter's gap to the oracle per group: speedups, the share of the oracle's gain, and
-    each part of the gap as a share of it (they add up to 100%)."""
+    """One drafter's gap to the cost-aware oracle per group: decode speedups, the share of the oracle's
+    gain, and each part of the gap as a share of it (they add up to 100%); then the pooled row
+    (``ALL``, labelled ``POOLED_LABEL``) and, over several groups, the board's score of both speedups
+    (``SCORE_LABEL``: :func:`experiments.reporting.summary.board_score`; no parts: a geometric mean
+    splits into none). A share of an oracle's gain of next to nothing is left blank (``oracle_gain``)."""
     with_auc = any(loss.first_token_auc is not None for loss in losses.values())
     rows = []
     for group, loss in losses.items():
         share = loss.share_of_oracle_gain
         auc = [] if not with_auc else ["" if loss.first_token_auc is None else f"{loss.first_token_auc:.3f}"]
-        rows.append([group, loss.cases, f"{loss.speedup:.3f}x", f"{loss.oracle_speedup:.3f}x",
-                     "" if share is None else _percent(share), *auc,
+        rows.append([POOLED_LABEL if group == ALL else group, loss.cases, _times(loss.speedup),
+                     _times(loss.oracle_speedup), "" if share is None else _percent(share), *auc,
                      *(_percent(loss.parts[p] / loss.gap) if loss.gap else "" for p in PARTS)])
+    groups = {g: loss for g, loss in losses.items() if g != ALL}
+    if len(groups) > 1:
+        score = board_score({g: loss.speedup for g, loss in groups.items()})
+        oracle = board_score({g: loss.oracle_speedup for g, loss in groups.items()})
+        share = oracle_gain(score, oracle)
+        rows.append([SCORE_LABEL, sum(loss.cases for loss in groups.values()), _times(score), _times(oracle),
+                     "" if share is None else _percent(share), *([""] if with_auc else []), *([""] * len(PARTS))])
     auc_header = ["first-token AUC"] if with_auc else []
-    return render(["group", "cases", "speedup", "oracle", "of gain", *auc_header, *PARTS], rows)
+    return render(["group", "cases", "decode speedup", "cost-aware oracle", "of gain", *auc_header, *PARTS], rows)
+
+
+def loss_notes(losses: dict[str, Loss]) -> list[str]:
+    """The small-sample warnings of one drafter's :func:`loss_table` (``summary.sample_notes``)."""
+    return sample_notes({g: loss.cases for g, loss in losses.items()},
+                        {g: loss.oracle_speedup for g, loss in losses.items() if g != ALL})
+
+
+def _times(x: float | None) -> str:
+    return "" if x is None else f"{x:.3f}x"
 
 
 def _percent(x: float) -> str:

@@ -1,15 +1,17 @@
 """Log a comparison's rows to Weights & Biases: a view of the JSONL, never a requirement.
 
     mode = resolve_mode(args.wandb)                      # "online" | "offline" | "off"
-    log_comparison(rows, mode=mode, group=experiment, plots=write_plots(rows, out), out_dir=results_dir)
+    group = f"{experiment_label(config)}-{experiment}"   # replay-<benchmark>-<config hash>, or <model>-<config hash>
+    log_comparison(rows, mode=mode, group=group, plots=write_plots(rows, out), out_dir=results_dir)
 
 Only when asked: ``--wandb online|offline``, ``WANDB_MODE=offline``, or being logged in to W&B
 (then online); otherwise nothing is logged and nothing is imported.
 
-One run per (method, task group), all runs of an experiment in one W&B group, with
-``job_type`` = task group and name ``method/group``: filter by job type in the UI and the
-drafters sit side by side. Run ids, and so the local run folders, carry the same name and the
-experiment: ``offline-run-<time>-adaptive-code-edit-<experiment>-<6 hex digits>``. Each run holds the method's parameters and the decoding settings
+One run per (method, task group), all runs of an experiment in one W&B group named for what it
+ran on and its config hash, with ``job_type`` = task group and name ``method/group``: filter by job
+type in the UI and the drafters sit side by side. Run ids, and so the local run folders, carry the
+same name and the group's: ``offline-run-<time>-adaptive-code-edit-replay-173c9375-d7ae2e91-<6 hex
+digits>`` (never a timestamp alone). Each run holds the method's parameters and the decoding settings
 as config, a per-prompt table, a histogram of accepted draft lengths and the aggregate metrics
 (the same ``summary.summarize`` the tables and plots use) as its summary. One more run named ``summary``
 holds the methods x groups comparison table and the plots.
@@ -43,9 +45,12 @@ MODES = ("online", "offline", "off")
 INIT_TIMEOUT_S = 15.0  # wandb's default is 90 s: too long to wait for a server that is not there
 DEFAULT_HOST = "https://api.wandb.ai"
 PROMPT_COLUMNS = ["case", "turn", "prompt_tokens", "new_tokens", "forwards", "tau", "speedup", "est_speedup",
-                  "tokens_per_s", "drafter_us_per_step", "identical"]
+                  "decode_speedup", "tokens_per_s", "drafter_us_per_step", "identical"]
 SUMMARY_COLUMNS = ["group", "method", "n", "new_tokens", "forwards", "tau", "tokens_per_s", "speedup",
-                   "est_speedup", "worst_speedup", "drafter_us_per_step", "acceptance", "mean_accepted", "identical"]
+                   "est_speedup", "decode_speedup", "score", "worst_speedup", "drafter_us_per_step", "acceptance",
+                   "mean_accepted", "identical"]
+#: the summary run's headline numbers, per method over every group
+HEADLINE = ("tau", "speedup", "est_speedup", "decode_speedup", "score", "tokens_per_s", "worst_speedup", "acceptance")
 
 
 # -- mode ------------------------------------------------------------------------------------------
@@ -188,6 +193,14 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")
 
 
+def experiment_label(config: dict) -> str:
+    """A short readable name for a comparison's W&B group (its config hash follows it): what it ran
+    on, ``replay-<the benchmark's hash>`` or the model's name; run ids carry its first 24 characters."""
+    if config.get("replay"):
+        return f"replay-{str(config.get('benchmark') or '')[:8]}".rstrip("-")
+    return _safe(Path(str(config.get("model") or "live")).name)[:24] or "live"
+
+
 def wandb_dir(out_dir: Path | None) -> Path | None:
     """Where runs are written: the user's ``WANDB_DIR`` when set, else ``out_dir`` (both hold a
     ``wandb/`` folder); None: wandb's own default (./wandb)."""
@@ -310,6 +323,6 @@ def _log_all(wandb, session: _Session, rows: list[CaseResult], plots: Sequence[P
     summary = {}
     for method in method_order(rows):
         for key, value in summary_metrics(cells[(method, ALL)]).items():
-            if key in ("tau", "speedup", "est_speedup", "tokens_per_s", "worst_speedup", "acceptance"):
+            if key in HEADLINE:
                 summary[f"{key}/{method}"] = value
     session.log(name="summary", job_type="summary", config=config, data=data, summary=summary)

@@ -132,3 +132,17 @@ def cost_aware_oracle_times(case: TraceCase, profile: CostProfile, cap: int = OR
     """
     plan = cost_aware_plan(case, profile, cap)
     return plan.plain, plan.seconds
+
+
+#: the least gain over plain decoding (oracle speedup - 1) of which a share is shown: below it a
+#: drafter's own time, a percent or two of plain decoding's, moves the share by tens of points
+MIN_ORACLE_GAIN = 0.05
+
+
+def oracle_gain(speedup: float | None, oracle: float | None) -> float | None:
+    """The share of the oracle's gain over plain decoding that ``speedup`` reaches: (s - 1) / (o - 1);
+    None when either is missing or the oracle gains less than ``MIN_ORACLE_GAIN`` (a share of next to
+    nothing is noise: an oracle of 1.02x turns a 0.98x drafter into -100%)."""
+    if speedup is None or oracle is None or oracle - 1 < MIN_ORACLE_GAIN:
+        return None
+    return (speedup - 1) / (oracle - 1)

@@ -41,12 +41,16 @@ class CaseResult:
     forwards: int  # target forwards (tau = new_tokens / forwards)
     drafted: int  # draft nodes verified
     accepted: int  # draft nodes accepted
-    drafter_us_per_step: float | None  # propose + extend + observe per forward; None: no drafter
+    drafter_us_per_step: float | None  # reset + propose + extend + observe, per forward; None: no drafter
     wall_s: float | None  # measured seconds of the whole generation; None: not measured (replay)
     forward_s: float | None  # of which in target forwards
-    speedup: float | None  # measured throughput over the reference method on this case; None: replay
+    # measured throughput over the reference method on this case. None in a replay: nothing was timed,
+    # and an estimate in this field would read as a measurement; a replay's figure is ``est_speedup``
+    # (derived from the two fields below, a column of the CSV/Parquet export)
+    speedup: float | None
     est_plain_s: float | None  # plain decoding's seconds under ``profile``; None: no per-step records
-    est_run_s: float | None  # this run's seconds under ``profile`` (forwards + drafter time)
+    est_run_s: float | None  # this run's seconds under ``profile`` (forwards + all its drafter time, reset included)
+    est_prefill_s: float | None  # the prefill both est_* include (0.0: they rate the decoding phase alone)
     identical: bool | None  # tokens equal the reference's; None: not checked (sampling, the reference itself)
     mismatch: str | None  # where they first differ, with the top-2 margin there
     accepted_lengths: list[int]  # [steps] accepted draft nodes per forward
@@ -71,7 +75,17 @@ class CaseResult:
 
     @property
     def est_speedup(self) -> float | None:
+        """Estimated speedup over plain decoding, as priced (prefill included unless rated for the
+        decoding phase alone); None without an estimate."""
         return self.est_plain_s / self.est_run_s if self.est_run_s else None
+
+    @property
+    def decode_speedup(self) -> float | None:
+        """Estimated speedup of the decoding phase alone (the prefill left out of both sides, as
+        the board rates entries); None without an estimate."""
+        if not self.est_run_s or self.est_prefill_s is None or self.est_run_s <= self.est_prefill_s:
+            return None
+        return (self.est_plain_s - self.est_prefill_s) / (self.est_run_s - self.est_prefill_s)
 
     @property
     def group(self) -> str:
@@ -100,6 +114,18 @@ class CaseResult:
         return cls(**data)
 
 
+def run_times(result: GenerationResult, profile: CostProfile, with_prefill: bool = True) -> tuple[float, float, float]:
+    """(plain decoding's seconds, the run's seconds, the prefill both include) of one generation under
+    ``profile``: :func:`decoding.cost.estimated_times` of its steps, plus the drafter time that no step
+    holds (``reset`` and the prompt's top-k rows: the sandbox charges it to the first step, so the board
+    counts it too). ``with_prefill=False`` rates the decoding phase alone (prefill 0.0)."""
+    stats = result.stats
+    plain, spent = estimated_times(stats.steps, profile, with_prefill=with_prefill, prefill_rows=stats.top_rows > 0)
+    outside_steps = max(0.0, stats.drafter_s - sum(s.drafter_s for s in stats.steps))
+    prefill = profile.prefill_cost(stats.steps[0].context) if with_prefill and stats.steps else 0.0
+    return plain, spent + outside_steps, prefill
+
+
 def case_result(case_id: str, category: str, turn: int, prompt_tokens: int, method: str, params: dict,
                 result: GenerationResult, *, profile: CostProfile | None, experiment: str, code: str,
                 has_drafter: bool = True, with_prefill: bool = True, reference: CaseResult | None = None,
@@ -117,10 +143,7 @@ def case_result(case_id: str, category: str, turn: int, prompt_tokens: int, meth
     """
     stats, new_tokens = result.stats, len(result.tokens)
     steps = stats.steps
-    if steps and profile is not None:
-        plain, spent = estimated_times(steps, profile, with_prefill=with_prefill, prefill_rows=stats.top_rows > 0)
-    else:
-        plain = spent = None
+    plain, spent, prefill = run_times(result, profile, with_prefill) if steps and profile is not None else (None,) * 3
     speedup = None
     if measured and reference is None:  # the reference itself
         speedup = 1.0
@@ -133,7 +156,8 @@ def case_result(case_id: str, category: str, turn: int, prompt_tokens: int, meth
         new_tokens=new_tokens, forwards=stats.forwards, drafted=stats.drafted, accepted=stats.accepted,
         drafter_us_per_step=1e6 * stats.drafter_s / max(stats.forwards, 1) if has_drafter else None,
         wall_s=stats.wall_s if measured else None, forward_s=stats.forward_s if measured and has_drafter else None,
-        speedup=speedup, est_plain_s=plain, est_run_s=spent, identical=identical, mismatch=mismatch,
+        speedup=speedup, est_plain_s=plain, est_run_s=spent, est_prefill_s=prefill, identical=identical,
+        mismatch=mismatch,
         accepted_lengths=[s.accepted for s in steps], drafted_lengths=[s.drafted for s in steps],
         contexts=[s.context for s in steps], tokens=list(result.tokens) if keep_tokens else [],
         profile=profile.model if profile is not None and steps else None,

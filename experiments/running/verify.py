@@ -13,12 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from tqdm import tqdm
-
 import decoding
 import lookup
 from decoding.lossless import Mismatch, compare_outputs
 from experiments.benchmarks.traces import TraceSet, spread_cases
+from experiments.running.progress import progress_bar
 from lookup.errors import PLDError
 
 
@@ -46,9 +45,11 @@ def check_traces(target, sets: Sequence[TraceSet], count: int, progress: bool = 
         raise PLDError(f"the traces come from a model with a vocabulary of {', '.join(map(str, sorted(sizes)))}; "
                        f"{target.name} has {target.vocab_size}: pick its own traces (--traces DIR)")
     checks = []
-    for trace_set, case in tqdm(picked, desc="verify", unit="case", disable=not progress, dynamic_ncols=True):
-        out = decoding.generate(target, case.prompt, lookup.create("none"), case.max_new_tokens,
-                                eos_token_ids=case.eos or None)
-        checks.append(TraceCheck(case.case, trace_set.task, len(case.output),
-                                 compare_outputs(target, case.prompt, out.tokens, case.output)))
+    with progress_bar(len(picked), "verify", enabled=progress) as bar:
+        for trace_set, case in picked:
+            out = decoding.generate(target, case.prompt, lookup.create("none"), case.max_new_tokens,
+                                    eos_token_ids=case.eos or None)
+            checks.append(TraceCheck(case.case, trace_set.task, len(case.output),
+                                     compare_outputs(target, case.prompt, out.tokens, case.output)))
+            bar.update()
     return checks

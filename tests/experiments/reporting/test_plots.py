@@ -29,7 +29,8 @@ def case_row(**fields) -> CaseResult:
     base = dict(
         case="c/000", category="c", turn=1, method="m", params={}, prompt_tokens=100, new_tokens=0, forwards=0,
         drafted=0, accepted=0, drafter_us_per_step=None, wall_s=None, forward_s=None, speedup=None,
-        est_plain_s=None, est_run_s=None, identical=None, mismatch=None, accepted_lengths=[], drafted_lengths=[],
+        est_plain_s=None, est_run_s=None, est_prefill_s=None, identical=None, mismatch=None, accepted_lengths=[],
+        drafted_lengths=[],
         contexts=[], tokens=[], profile=None, experiment="b0b68ef122b2", code="0" * 16, git_sha=None, time=1.7e9,
         config={},
     )
@@ -85,6 +86,7 @@ def fake_rows(prompts: int = 3, seed: int = 0, est: bool = True, methods=("hf-gr
                         # the more it verifies
                         est_plain_s=new * 0.02 if priced else None,
                         est_run_s=forwards * 0.02 * (1 + 0.02 * sum(drafted_l) / max(forwards, 1)) if priced else None,
+                        est_prefill_s=prompt_tokens * 1e-4 if priced else None,  # 0.1 ms a prompt token
                         identical=None if method == "hf-greedy" else True, mismatch=None,
                         accepted_lengths=acc, drafted_lengths=drafted_l, contexts=ctx, tokens=list(range(new)),
                         profile="SmolLM2-135M-Instruct" if priced else None, experiment="b0b68ef122b2",
@@ -317,3 +319,40 @@ def test_the_oracle_gap_plot_has_no_rotated_text_and_nothing_over_its_title():
     finally:
         plt.close(fig)
     assert plots.plot_losses({}) is None
+
+
+def test_the_speedup_plots_labels_never_run_into_a_title_and_the_pooled_group_says_so():
+    """Bar labels are rotated: each must stay inside its panel, under the panel's title and the figure's."""
+    from experiments.reporting.tables import POOLED_LABEL
+
+    rows = long_accepts(fake_rows(prompts=2, methods=MANY[:8]))
+    oracle = {g: 6.0 for g in ("code-edit", "summarization", "mt-bench (turn 1)", "mt-bench (turn 2)", "(all)")}
+    fig = plots.plot_speedup_by_category(rows, oracle=oracle)
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        suptitle = fig._suptitle.get_window_extent(renderer)
+        labelled = 0
+        for ax in fig.axes:
+            title = ax.title.get_window_extent(renderer)
+            labels = [t for t in ax.texts if t.get_text()]  # the bar labels, rotated 90 degrees
+            labelled += len(labels)
+            for text in labels:
+                box = text.get_window_extent(renderer)
+                assert not box.overlaps(title) and not box.overlaps(suptitle), text.get_text()
+            assert [t.get_text() for t in ax.get_xticklabels()][-1] == POOLED_LABEL
+        assert labelled > 0
+        assert fig.get_figwidth() * plots.DPI <= 1500
+    finally:
+        plt.close(fig)
+
+
+def test_the_oracle_gap_plot_names_the_pooled_panel():
+    from experiments.reporting.tables import POOLED_LABEL
+
+    fig = plots.plot_losses({"adaptive": {g: loss(0, j) for j, g in enumerate(GROUPS)}})
+    try:
+        titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+        assert titles[-1] == POOLED_LABEL and "(all)" not in titles
+    finally:
+        plt.close(fig)

@@ -12,9 +12,10 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from test_plots import case_row  # tests/experiments/reporting is on sys.path under pytest's default import mode
 
-from experiments.reporting.summary import (ALL, by_method_and_group, est_speedup_of, geo_mean, group_order,
-                                           is_drafter, method_order, oracle_gain, oracle_speedups, speedup_of,
-                                           summarize)
+from experiments.reporting.summary import (ALL, MIN_CASES, MIN_ORACLE_GAIN, board_score, by_method_and_group,
+                                           decode_speedup_of, est_speedup_of, geo_mean, group_order, is_drafter,
+                                           method_order, oracle_gain, oracle_speedups, oracle_times, sample_notes,
+                                           score_of, speedup_of, summarize)
 
 # -- rows -----------------------------------------------------------------------------------------
 positive = st.floats(1e-3, 1e3, allow_nan=False)
@@ -41,6 +42,7 @@ def result_rows(draw, method=None):
         wall_s=draw(positive) if measured else None,
         speedup=draw(st.none() | positive) if measured else None,
         est_plain_s=draw(positive) if priced else None, est_run_s=draw(positive) if priced else None,
+        est_prefill_s=draw(st.sampled_from([0.0, 1e-4])) if priced else None,
         identical=draw(st.none() | st.booleans()), accepted_lengths=steps, contexts=list(range(100, 100 + len(steps))),
     )
 
@@ -175,10 +177,10 @@ def test_geo_mean_is_a_mean(xs, k):
     assert geo_mean([4.0, 1.0]) == pytest.approx(2.0)
 
 
-@given(st.none() | st.floats(allow_nan=False), st.none() | st.floats(allow_nan=False))
+@given(st.none() | st.floats(allow_nan=False), st.none() | st.floats(allow_nan=False) | st.floats(0.99, 1.1))
 def test_oracle_gain(score, oracle):
     gain = oracle_gain(score, oracle)
-    if score is None or oracle is None or oracle <= 1:
+    if score is None or oracle is None or not oracle - 1 >= MIN_ORACLE_GAIN:
         assert gain is None
     else:
         assume(math.isfinite(score) and math.isfinite(oracle))
@@ -192,6 +194,77 @@ def test_oracle_gain_examples():
     assert oracle_gain(0.8, 1.4) == pytest.approx(-0.5)  # slower than plain decoding: a negative share
     assert oracle_gain(1.5, 1.0) is None and oracle_gain(1.5, 0.9) is None
     assert oracle_gain(None, 2.0) is None and oracle_gain(1.5, None) is None
+    # an oracle of 1.02x: a drafter at 0.977x would read -113%, a figure of noise; none is given
+    assert oracle_gain(0.977, 1.02) is None and oracle_gain(1.01, 1.0 + MIN_ORACLE_GAIN) == pytest.approx(0.2)
+
+
+def test_the_explain_table_and_the_board_share_one_oracle_gain():
+    from experiments.running.explain import Loss
+
+    assert Loss(plain=1.0, oracle=1 / 1.02, run=1 / 0.977).share_of_oracle_gain is None
+    loss = Loss(plain=2.0, oracle=1.0, run=4 / 3)
+    assert loss.share_of_oracle_gain == pytest.approx(oracle_gain(1.5, 2.0)) == pytest.approx(0.5)
+
+
+# -- decode speedup and the board's score ---------------------------------------------------------
+def priced_row(case: str, category: str, plain: float, run: float, prefill: float, turn: int = 1):
+    return case_row(case=case, category=category, turn=turn, est_plain_s=plain + prefill, est_run_s=run + prefill,
+                    est_prefill_s=prefill)
+
+
+def test_decode_speedup_takes_the_prefill_out_of_both_sides():
+    rows = [priced_row("c/0", "code-edit", 4.0, 1.0, 2.0), priced_row("c/1", "code-edit", 2.0, 2.0, 6.0)]
+    assert est_speedup_of(rows) == pytest.approx((6 + 8) / (3 + 8))  # prefill included: diluted
+    assert decode_speedup_of(rows) == pytest.approx((4 + 2) / (1 + 2))
+    assert [r.decode_speedup for r in rows] == [pytest.approx(4.0), pytest.approx(1.0)]
+    # rows rated for the decoding phase (the board's): the two figures are one
+    board = [priced_row("c/0", "code-edit", 4.0, 1.0, 0.0), priced_row("c/1", "code-edit", 2.0, 2.0, 0.0)]
+    assert decode_speedup_of(board) == pytest.approx(est_speedup_of(board))
+    assert decode_speedup_of([case_row()]) is None and decode_speedup_of([]) is None
+
+
+@given(row_lists)
+def test_decode_speedup_pools_the_rows_decoding_times(rs):
+    priced = [r for r in rs if r.est_run_s is not None]
+    spent = math.fsum(r.est_run_s - r.est_prefill_s for r in priced)
+    assume(not priced or spent > 1e-9)
+    expected = math.fsum(r.est_plain_s - r.est_prefill_s for r in priced) / spent if priced else None
+    assert decode_speedup_of(rs) == approx(expected)
+
+
+def test_the_score_is_the_geometric_mean_over_groups_of_decode_speedup():
+    # code-edit: one long case at 4x, one short at 1x (pooled: 2x); chat: 1.125x; ALL pooled lies elsewhere
+    rows = [priced_row("c/0", "code-edit", 8.0, 2.0, 1.0), priced_row("c/1", "code-edit", 2.0, 3.0, 1.0),
+            priced_row("m/0#1", "mt-bench", 9.0, 8.0, 5.0, turn=1)]
+    groups = {"code-edit": 10 / 5, "mt-bench (turn 1)": 9 / 8}
+    assert score_of(rows) == pytest.approx(math.sqrt(groups["code-edit"] * groups["mt-bench (turn 1)"]))
+    assert score_of(rows) == pytest.approx(board_score({**groups, ALL: 99.0}))  # ALL never counts
+    assert score_of(rows) != pytest.approx(decode_speedup_of(rows))  # the pooled figure is another one
+    assert score_of(rows[:2]) == pytest.approx(decode_speedup_of(rows[:2]))  # one group: its decode speedup
+    s = summarize(rows)
+    assert (s["score"], s["decode_speedup"], s["est_speedup"]) == (score_of(rows), decode_speedup_of(rows),
+                                                                  est_speedup_of(rows))
+    assert board_score({}) is None and board_score({ALL: 2.0}) is None
+
+
+def test_the_board_ranks_by_the_same_score():
+    """The board's entry score (competition.scoring) of rows rated for the decoding phase is
+    ``score_of`` of them: one definition, wherever it is shown."""
+    from experiments.competition.scoring import entry_scores
+
+    rows = [priced_row("c/0", "code-edit", 8.0, 2.0, 0.0), priced_row("c/1", "code-edit", 2.0, 3.0, 0.0),
+            priced_row("m/0#1", "mt-bench", 9.0, 8.0, 0.0, turn=1)]
+    assert entry_scores(rows, rows)["score"] == pytest.approx(score_of(rows))
+
+
+# -- small samples --------------------------------------------------------------------------------
+def test_sample_notes_warn_of_small_groups_and_an_oracle_that_gains_next_to_nothing():
+    assert sample_notes({"code-edit": MIN_CASES, ALL: MIN_CASES}) == []
+    [small] = sample_notes({"code-edit": 3, "doc-qa": MIN_CASES, ALL: 3 + MIN_CASES})
+    assert small.startswith("warning: ") and "code-edit (3)" in small and "doc-qa" not in small and ALL not in small
+    [flat] = sample_notes({"chat": 80}, {"chat": 1.02, "code": 2.5})
+    assert "chat (1.020x)" in flat and "code" not in flat and "not shown" in flat
+    assert len(sample_notes({"chat": 3}, {"chat": 1.0})) == 2
 
 
 # -- grouping -------------------------------------------------------------------------------------
@@ -251,7 +324,7 @@ def test_oracle_speedups_pool_each_groups_cases_with_their_prefill():
     copy = TraceCase("code-edit/000", "code-edit", 1, list(range(40)), list(range(40)), [], "toy", 64, [], 40)
     fresh = TraceCase("code-edit/001", "code-edit", 1, [1, 2, 3], list(range(100, 140)), [], "toy", 200, [], 40)
     chat = TraceCase("mt-bench/81#2", "mt-bench", 2, [7] * 20, [7] * 30, [], "toy", 200, [], 30)
-    got = oracle_speedups([(copy, profile), (fresh, profile), (chat, profile)])
+    got = oracle_speedups(oracle_times([(copy, profile), (fresh, profile), (chat, profile)]))
     assert set(got) == {"code-edit", "mt-bench (turn 2)", ALL}
 
     def pooled(cases, prefill=True):
@@ -263,7 +336,7 @@ def test_oracle_speedups_pool_each_groups_cases_with_their_prefill():
     assert got[ALL] == pytest.approx(pooled([copy, fresh, chat]))
     # a copied answer is nearly free to the oracle; a fresh one is not: the pool lies between
     assert pooled([fresh]) == pytest.approx(1.0) and got["code-edit"] > 1.5
-    decoding_phase = oracle_speedups([(copy, profile), (fresh, profile)], with_prefill=False)
+    decoding_phase = oracle_speedups(oracle_times([(copy, profile), (fresh, profile)]), with_prefill=False)
     assert decoding_phase["code-edit"] == pytest.approx(pooled([copy, fresh], prefill=False))
     assert decoding_phase["code-edit"] > got["code-edit"]  # the same prefill on both sides dilutes the gain
-    assert oracle_speedups([]) == {}
+    assert oracle_speedups(oracle_times([])) == {}

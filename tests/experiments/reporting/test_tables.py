@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from test_plots import case_row  # tests/experiments/reporting is on sys.path under pytest's default import mode
 
 from experiments.reporting.summary import summarize
-from experiments.reporting.tables import category_tables, describe_profile, fmt, format_profile, method_table, render
+from experiments.reporting.tables import (category_tables, describe_profile, fmt, format_profile, method_table, render,
+                                          report)
 from lookup.cost import CostProfile
 
 
@@ -96,11 +97,12 @@ def parse(table: str) -> dict[str, dict[str, str]]:
 
 
 def sections(text: str) -> dict[str, str]:
+    """{group: table} of ``category_tables``; the last title says what the pooled table holds."""
     out = {}
     for part in text.split("\n\n"):
         title, table = part.split("\n", 1)
         assert title.startswith("## ")
-        out[title[3:]] = table
+        out[title[3:].split(":")[0]] = table
     return out
 
 
@@ -147,11 +149,64 @@ def test_a_column_shows_only_when_some_method_has_a_value():
 
 def test_replay_rows_show_estimates_not_wall_times():
     rows = [case_row(case=f"code-edit/{i}", category="code-edit", method="voting", new_tokens=50, forwards=20,
-                     drafted=40, accepted=30, est_plain_s=5.0, est_run_s=2.5 + i, drafter_us_per_step=8.0)
+                     drafted=40, accepted=30, est_plain_s=5.0, est_run_s=2.5 + i, est_prefill_s=0.0,
+                     drafter_us_per_step=8.0)
             for i in range(2)]
     line = parse(method_table(rows, ["voting"]))["voting"]
-    assert set(line) == {"n", "new tok", "fwd", "tau", "est speedup", "drafter µs/step"}
+    assert set(line) == {"n", "new tok", "fwd", "tau", "est speedup", "decode speedup", "drafter µs/step"}
     assert line["est speedup"] == fmt(10.0 / 6.0) and line["tau"] == fmt(2.5)
+    assert line["decode speedup"] == fmt(10.0 / 6.0)  # est_prefill_s 0.0: rated for the decoding phase
+
+
+def replay_rows():
+    """Two drafters on three cases of two groups, priced with a prefill of 1 s a case."""
+    rows = []
+    for method, run in (("voting", 2.0), ("unfold", 4.0)):
+        for case, category, plain in (("code-edit/0", "code-edit", 8.0), ("code-edit/1", "code-edit", 4.0),
+                                      ("doc-qa/0", "doc-qa", 5.0)):
+            rows.append(case_row(case=case, category=category, method=method, new_tokens=50, forwards=20,
+                                 drafted=40, accepted=30, est_plain_s=plain + 1.0, est_run_s=run + 1.0,
+                                 est_prefill_s=1.0, drafter_us_per_step=8.0))
+    return rows
+
+
+def test_the_pooled_table_shows_the_boards_score_under_its_name_and_says_what_each_figure_is():
+    from experiments.reporting.summary import decode_speedup_of, est_speedup_of, score_of
+    from experiments.reporting.tables import COLUMN_NOTES, column_notes
+
+    rows = replay_rows()
+    text = category_tables(rows, ["voting", "unfold"])
+    assert "## (all): pooled over every case; score over the task groups" in text
+    tables = sections(text)
+    assert "score" not in parse(tables["code-edit"])["voting"]  # one group: its decode speedup, said once
+    pooled = parse(tables["(all)"])
+    for method in ("voting", "unfold"):
+        mine = [r for r in rows if r.method == method]
+        assert pooled[method]["score"] == fmt(score_of(mine))
+        assert pooled[method]["decode speedup"] == fmt(decode_speedup_of(mine))
+        assert pooled[method]["est speedup"] == fmt(est_speedup_of(mine))
+    assert pooled["voting"]["score"] != pooled["voting"]["decode speedup"]  # two figures, two names
+    notes = column_notes(rows, ["voting", "unfold"]).splitlines()
+    assert notes == [COLUMN_NOTES[k] for k in ("est_speedup", "decode_speedup", "score", "drafter_us_per_step")]
+    assert "prefill included" in notes[0] and "board ranks by" in notes[2] and "sandbox" in notes[3]
+    # one group only: no score, no word of it
+    assert not any(n.startswith("score") for n in column_notes(rows[:2], ["voting"]).splitlines())
+
+
+def test_a_report_warns_of_small_groups():
+    class Comparison:
+        rows = {(r.case, r.method): r for r in replay_rows()}
+        order = ["voting", "unfold"]
+
+        def heading(self):
+            return "heading"
+
+        def footer(self):
+            return "footer"
+
+    text = report(Comparison(), ["the oracle's line"])
+    assert text.startswith("heading\n\n## code-edit") and text.endswith("the oracle's line\n\nfooter")
+    assert "warning: fewer than 10 cases in code-edit (2), doc-qa (1)" in text
 
 
 def test_a_mismatch_reads_NO():
@@ -202,4 +257,42 @@ def test_the_loss_table_shows_a_first_token_auc_column_only_where_one_was_measur
     measured.parts["wrong"] = 2.0
     table = loss_table({"g": loss, "(all)": measured})
     assert "first-token AUC" in table and "0.812" in table
-    assert re.search(r"\(all\)\s+2\s+1\.667x\s+2\.500x\s+44%\s+0\.812", table)
+    assert re.search(r"\(all\) pooled\s+2\s+1\.667x\s+2\.500x\s+44%\s+0\.812", table)
+
+
+def test_the_loss_table_adds_the_boards_score_over_groups_and_names_the_pooled_row():
+    from experiments.reporting.summary import board_score, oracle_gain
+    from experiments.reporting.tables import LOSS_NOTES, loss_notes, loss_table
+    from experiments.running.explain import Loss
+
+    def loss(plain, oracle, run, cases):
+        out = Loss(plain=plain, oracle=oracle, run=run, cases=cases)
+        out.parts["short"] = run - oracle
+        return out
+
+    groups = {"code-edit": loss(4.0, 1.0, 2.0, 40), "chat": loss(1.0, 0.5, 0.8, 40)}
+    pooled = loss(5.0, 1.5, 2.8, 80)
+    lines = loss_table({**groups, "(all)": pooled}).splitlines()
+    assert lines[0].split()[:8] == ["group", "cases", "decode", "speedup", "cost-aware", "oracle", "of", "gain"]
+    assert lines[-2].startswith("(all) pooled") and lines[-1].startswith("score")
+    score = board_score({g: x.speedup for g, x in groups.items()})
+    oracle = board_score({g: x.oracle_speedup for g, x in groups.items()})
+    assert lines[-1].split() == ["score", "80", f"{score:.3f}x", f"{oracle:.3f}x",
+                                 f"{100 * oracle_gain(score, oracle):.0f}%"]  # and no parts: a mean splits into none
+    assert f"{pooled.speedup:.3f}x" in lines[-2] and f"{pooled.speedup:.3f}x" != f"{score:.3f}x"
+    # one group: no score row
+    assert not loss_table({"chat": groups["chat"], "(all)": groups["chat"]}).splitlines()[-1].startswith("score")
+    assert "what the board ranks by" in LOSS_NOTES and loss_notes({**groups, "(all)": pooled}) == []
+
+
+def test_the_loss_table_leaves_out_a_share_of_next_to_nothing_and_says_why():
+    from experiments.reporting.tables import loss_notes, loss_table
+    from experiments.running.explain import Loss
+
+    # 3 own prompts where the oracle gains 2%: a 0.977x drafter would read "-113%"
+    tiny = Loss(plain=1.0, oracle=1 / 1.02, run=1 / 0.977, cases=3)
+    tiny.parts["long"] = tiny.gap
+    table = loss_table({"mine": tiny, "(all)": tiny})
+    assert "%" in table and "-113%" not in table and "0.977x" in table and "1.020x" in table
+    notes = loss_notes({"mine": tiny, "(all)": tiny})
+    assert len(notes) == 2 and "mine (3)" in notes[0] and "mine (1.020x)" in notes[1]

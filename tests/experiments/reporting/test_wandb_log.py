@@ -364,3 +364,13 @@ def test_resolve_mode_explicit(no_credentials, mode):
 def test_resolve_mode_invalid(mode):
     with pytest.raises(PLDError, match="online, offline, off"):
         wandb_log.resolve_mode(mode)
+
+
+def test_a_comparisons_group_and_run_folders_name_what_it_ran_on():
+    replay = {"replay": True, "benchmark": "173c9375a857b781", "traces": ["code-edit-n128.jsonl.gz:80"]}
+    assert wandb_log.experiment_label(replay) == "replay-173c9375"
+    assert wandb_log.experiment_label({"model": "/home/me/models/My Model v2", "device": "cpu"}) == "My-Model-v2"
+    assert wandb_log.experiment_label({}) == "live"
+    # the run's folder: method, task group, benchmark, and the config hash as far as it fits
+    run_id = wandb_log.run_id("adaptive/code-edit", f"{wandb_log.experiment_label(replay)}-d7ae2e914a62")
+    assert run_id.startswith("adaptive-code-edit-replay-173c9375-d7ae2e91-") and len(run_id) <= 64

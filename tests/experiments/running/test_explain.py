@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,6 +15,7 @@ from experiments.benchmarks.traces import TraceCase, TraceSet
 from experiments.running.explain import PARTS, explain, explain_case
 from experiments.running.oracle import cost_aware_oracle_times, cost_aware_plan
 from experiments.running.replay import replay_case
+from experiments.running.rows import case_result
 from lookup.cost import CPU_SMOLLM2, CostProfile
 
 LOOKUP = ["unfold", "suffix-automaton", "voting", "adaptive", "none"]
@@ -33,9 +36,13 @@ def test_the_parts_add_up_to_the_gap_and_lookup_never_beats_the_oracle(seq, spli
     result = replay_case(case, lookup.create(drafter), profile)
     loss = explain_case(case, result, profile)
     assert sum(loss.parts.values()) == pytest.approx(loss.gap, abs=1e-9)
-    # the run is priced as the board prices it (decoding phase, the drafter's own time included)
+    # the run is priced as its row is, and the board's (decoding phase, all the drafter's time included)
+    row = case_result(case.case, case.category, case.turn, len(case.prompt), drafter, {}, result, profile=profile,
+                      experiment="", code="", with_prefill=False, measured=False)
+    assert loss.run == pytest.approx(row.est_run_s, rel=1e-12) and loss.plain == pytest.approx(row.est_plain_s)
+    assert loss.speedup == pytest.approx(row.decode_speedup) == pytest.approx(row.est_speedup)
     plain, spent = estimated_times(result.stats.steps, profile, with_prefill=False)
-    assert loss.run == pytest.approx(spent) and loss.plain == pytest.approx(plain)
+    assert loss.plain == pytest.approx(plain) and loss.run >= spent  # the steps' time, and the reset's
     assert (loss.plain, loss.oracle) == pytest.approx(cost_aware_oracle_times(case, profile))
     # a drafter that copies from the context reaches no further than the oracle's runs
     assert loss.parts["beyond"] == 0
@@ -68,3 +75,23 @@ def test_explain_pools_groups_and_all():
     pooled = by_group["(all)"]
     assert pooled.gap == pytest.approx(by_group["code"].gap + by_group["chat (turn 2)"].gap)
     assert sum(pooled.parts.values()) == pytest.approx(pooled.gap)
+
+
+class SlowReset(lookup.Drafter):
+    """Drafts nothing; its reset takes a known while."""
+
+    def reset(self, prompt) -> None:
+        super().reset(prompt)
+        time.sleep(0.02)
+
+    def propose(self, budget):
+        return lookup.Draft(np.zeros(0, dtype=np.int64))
+
+
+def test_the_drafters_reset_counts_as_its_own_time_as_the_board_counts_it():
+    case = case_of([1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4], 6)
+    result = replay_case(case, SlowReset(), CPU_SMOLLM2)
+    loss = explain_case(case, result, CPU_SMOLLM2)
+    in_steps = sum(s.drafter_s for s in result.stats.steps)
+    assert loss.parts["drafter"] >= in_steps + 0.02 and loss.run == pytest.approx(loss.oracle + loss.gap)
+    assert sum(loss.parts.values()) == pytest.approx(loss.gap, abs=1e-9)

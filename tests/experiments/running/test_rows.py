@@ -24,7 +24,8 @@ def case_row(**fields) -> CaseResult:
     base = dict(
         case="code-edit/000", category="code-edit", turn=1, method="suffix-automaton", params={"drafter": "x"},
         prompt_tokens=300, new_tokens=64, forwards=20, drafted=80, accepted=44, drafter_us_per_step=12.5,
-        wall_s=1.5, forward_s=1.2, speedup=1.8, est_plain_s=2.0, est_run_s=1.0, identical=True, mismatch=None,
+        wall_s=1.5, forward_s=1.2, speedup=1.8, est_plain_s=2.0, est_run_s=1.0, est_prefill_s=0.0, identical=True,
+        mismatch=None,
         accepted_lengths=[2] * 20, drafted_lengths=[4] * 20, contexts=list(range(300, 320)), tokens=[7] * 64,
         profile="flat", experiment="b0b68ef122b2", code="0123456789abcdef", git_sha="0" * 40, time=1.7e9,
         config={"model": "m", "device": "cpu"},
@@ -48,7 +49,7 @@ case_results = st.builds(
     case=st.text(), category=st.text(), turn=st.integers(1, 9), method=st.text(), params=json_dict,
     prompt_tokens=counts, new_tokens=counts, forwards=counts, drafted=counts, accepted=counts,
     drafter_us_per_step=maybe_float, wall_s=maybe_float, forward_s=maybe_float, speedup=maybe_float,
-    est_plain_s=maybe_float, est_run_s=maybe_float, identical=st.none() | st.booleans(),
+    est_plain_s=maybe_float, est_run_s=maybe_float, est_prefill_s=maybe_float, identical=st.none() | st.booleans(),
     mismatch=st.none() | st.text(), accepted_lengths=int_lists, drafted_lengths=int_lists, contexts=int_lists,
     tokens=int_lists, profile=st.none() | st.text(), experiment=st.text(), code=st.text(),
     git_sha=st.none() | st.text(), time=finite, config=json_dict,
@@ -208,9 +209,28 @@ def test_estimated_times_with_prefill():
     assert (row.est_plain_s, row.est_run_s) == pytest.approx((5.0 + 8.0, 5.0 + 2.003))
     decoding_only = row_of(drafter_run(), profile=profile, with_prefill=False)
     assert (decoding_only.est_plain_s, decoding_only.est_run_s) == pytest.approx((8.0, 2.003))
+    # the row says which prefill its estimate holds, so the decoding phase's figure is known either way
+    assert (row.est_prefill_s, decoding_only.est_prefill_s) == (5.0, 0.0)
+    assert row.decode_speedup == pytest.approx(decoding_only.est_speedup)
+    assert decoding_only.decode_speedup == pytest.approx(decoding_only.est_speedup)
+    assert row.est_speedup == pytest.approx(13.0 / 7.003) and row.est_speedup < row.decode_speedup
     # a drafter that read the target's top ids paid the dearer prefill that computes every row
     rows_read = row_of(drafter_run(top_rows=4), profile=profile)
     assert (rows_read.est_plain_s, rows_read.est_run_s) == pytest.approx((5.0 + 8.0, 7.0 + 2.003))
+    # ... and in the decoding phase's rating too, as the board charges it
+    assert rows_read.decode_speedup == pytest.approx(8.0 / (2.0 + 2.003))
+    assert rows_read.decode_speedup == pytest.approx(row_of(drafter_run(top_rows=4), profile=profile,
+                                                            with_prefill=False).est_speedup)
+
+
+def test_the_drafters_time_outside_the_steps_counts_in_the_estimate():
+    """``reset`` (and the prompt's top-k rows) take drafter time that no step holds: the board's
+    sandbox charges it to the first step, so a comparison's estimate charges it too."""
+    run = drafter_run()
+    run.stats = dataclasses.replace(run.stats, drafter_s=0.503)  # the steps hold 0.003 s: 0.5 s of reset
+    row = row_of(run, profile=CostProfile.flat(64))
+    assert row.est_run_s == pytest.approx(2.503) and row.est_plain_s == pytest.approx(8.0)
+    assert row.drafter_us_per_step == pytest.approx(1e6 * 0.503 / 2)  # one figure of the drafter's time
 
 
 @pytest.mark.parametrize("has_steps", [True, False])
@@ -219,5 +239,6 @@ def test_estimates_exist_iff_steps_and_profile(has_steps, has_profile):
     run = drafter_run() if has_steps else reference_run()
     row = row_of(run, profile=CostProfile.flat(64, name="flat-64") if has_profile else None)
     priced = has_steps and has_profile
-    assert (row.est_plain_s is not None, row.est_run_s is not None, row.est_speedup is not None) == (priced,) * 3
+    assert (row.est_plain_s is not None, row.est_run_s is not None, row.est_prefill_s is not None,
+            row.est_speedup is not None, row.decode_speedup is not None) == (priced,) * 5
     assert row.profile == ("flat-64" if priced else None)

@@ -1,0 +1,32 @@
+"""The one progress bar of the command-line tools: on a terminal only.
+
+    with progress_bar(total, "replay") as bar:   # a tqdm bar on stderr, or a silent one
+        ...
+        bar.update()
+
+A bar redraws itself with ``\\r`` several times a second: on a terminal that is one line, in a
+piped or redirected log it is hundreds of lines of noise. So a bar is drawn only when stderr is a
+terminal (and the caller wants one); otherwise it counts silently, and the tool's own lines (its
+tables, warnings and errors) are all the log holds.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tqdm import tqdm
+
+
+def on_terminal() -> bool:
+    """Whether stderr, where bars are drawn, is a terminal."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without isatty, or closed
+        return False
+
+
+def progress_bar(total: int, desc: str, unit: str = "case", enabled: bool = True, **kwargs) -> tqdm:
+    """A tqdm bar over ``total`` ``unit``s, drawn on stderr only when it is a terminal and ``enabled``
+    (a disabled bar still takes ``update`` calls). ``kwargs`` go to tqdm (``initial``, ``leave``...)."""
+    return tqdm(total=total, desc=desc, unit=unit, disable=not (enabled and on_terminal()), dynamic_ncols=True,
+                **kwargs)

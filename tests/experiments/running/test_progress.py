@@ -1,0 +1,34 @@
+"""progress.py: the one progress bar draws on a terminal only, so a piped log holds no \\r updates."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from experiments.running import progress
+
+
+class Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize("tty,enabled,drawn", [(True, True, True), (False, True, False), (True, False, False)])
+def test_a_bar_is_drawn_only_on_a_terminal_and_when_wanted(monkeypatch, tty, enabled, drawn):
+    stream = Stream(tty)
+    monkeypatch.setattr(progress.sys, "stderr", stream)
+    with progress.progress_bar(5, "replay", enabled=enabled, file=stream, mininterval=0) as bar:
+        for _ in range(5):
+            bar.update()  # taken either way
+    assert ("replay" in stream.getvalue()) == drawn
+    assert ("\r" in stream.getvalue()) == drawn
+
+
+def test_a_stderr_without_isatty_counts_as_no_terminal(monkeypatch):
+    monkeypatch.setattr(progress.sys, "stderr", object())
+    assert progress.on_terminal() is False
