@@ -1,9 +1,10 @@
 """Compare drafters side by side on the embedded model (or yours), against transformers.
 
-    python experiments/compare.py                       # quick subset of every task, default methods
+    python experiments/compare.py                       # one prompt of every task, default methods
     python experiments/compare.py --drafters none,unfold --prompts 3 --max-new-tokens 256
     python experiments/compare.py --temperature 0.7 --top-p 0.9 --seed 1
-    python experiments/compare.py --replay --full      # every recorded trace, no model: seconds
+    python experiments/compare.py --replay             # every recorded trace, no model: under a minute
+    python experiments/compare.py --replay --quick     # one prompt of every task: seconds
     python experiments/compare.py --replay --csv rows.csv   # the rows as a table too (or --parquet PATH)
 
 Every (prompt, method) result is appended to a JSONL file as soon as it is measured; a rerun
@@ -22,13 +23,15 @@ from experiments.cli import ArgumentParser, add_prompt_file_options, guarded, qu
 from lookup.specs import parse_list  # noqa: E402
 
 import lookup  # noqa: E402
+from lookup.errors import PLDError  # noqa: E402
 from experiments.reporting.export import FORMATS, check_writable  # noqa: E402
 from experiments.reporting.plots import plot_folder, write_plots  # noqa: E402
-from experiments.reporting.summary import oracle_speedups  # noqa: E402
-from experiments.reporting.tables import report  # noqa: E402
-from experiments.reporting.wandb_log import log_comparison, resolve_mode  # noqa: E402
+from experiments.reporting.summary import oracle_speedups, oracle_times  # noqa: E402
+from experiments.reporting.tables import oracle_line, report  # noqa: E402
+from experiments.reporting.wandb_log import experiment_label, log_comparison, resolve_mode  # noqa: E402
 from experiments.running.live import Comparison  # noqa: E402
-from experiments.running.replay import ReplayComparison, replayable_spec  # noqa: E402
+from experiments.running.replay import ReplayComparison, replay_methods, replayable_spec  # noqa: E402
+from experiments.running.tracks import profile_arg  # noqa: E402
 
 DEFAULT_METHODS = "hf-greedy,hf-lookup,none,unfold"
 
@@ -40,8 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default: {DEFAULT_METHODS} plus every other registered drafter)")
     p.add_argument("--tasks", default=None, help="comma-separated task suites (default: all embedded)")
     add_prompt_file_options(p)
-    p.add_argument("--prompts", type=int, default=1, help="prompts per task (default 1; --full for all)")
+    p.add_argument("--prompts", type=int, default=None,
+                   help="prompts per task (default: 1 live; every case with --replay, as traces.py replay)")
     p.add_argument("--full", action="store_true", help="run every prompt of every task")
+    p.add_argument("--quick", action="store_true",
+                   help="one prompt per task (5 cases): the default live, and a replay's quick subset")
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--model", default=None, help="local model folder or hub name (default: embedded SmolLM2-135M)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
@@ -59,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(adaptive:history=true) learn from earlier cases only; live, each drafter runs every case again")
     p.add_argument("--traces", default=None,
                    help="trace folder for --replay (default: the shipped benchmark of the embedded model)")
+    p.add_argument("--profile", default=None, metavar="NAME|FILE",
+                   help="--replay under this cost profile, planned and priced: a board track (cpu, flat, h100-8b), any "
+                        "profile of docs/hardware.md (drafts of up to 63 nodes), or a JSON file (default: the traces')")
     p.add_argument("--wandb", default=None, choices=["online", "offline", "off"],
                    help="W&B logging (default: online when logged in, offline when WANDB_MODE=offline, else off; "
                         "never blocks; runs go under $WANDB_DIR when set, else the results folder)")
@@ -66,6 +75,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parquet", default=None, metavar="PATH",
                    help="also write this comparison's rows to a Parquet file (needs pyarrow or pandas)")
     return p
+
+
+def resolve_case_count(args: argparse.Namespace) -> None:
+    """One rule with ``traces.py replay``: a replay runs every case unless ``--quick`` or ``--prompts``
+    says otherwise (the shipped benchmark's 400 cases replay in under a minute on a 2-core CPU); a
+    live run, which takes minutes a case, runs one prompt per task unless told more."""
+    if args.quick and (args.full or args.prompts is not None):
+        raise PLDError("--quick is one prompt per task: give it without --full and --prompts")
+    if args.prompts is None:
+        args.full = args.full or (args.replay and not args.quick)
+        args.prompts = 1
 
 
 def default_methods() -> list[str]:
@@ -77,6 +97,7 @@ def default_methods() -> list[str]:
 @guarded
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    resolve_case_count(args)
     quiet_libraries()
     mode = resolve_mode(args.wandb)  # before any work: a bad value is a one-line error
     exports = {fmt: getattr(args, fmt) for fmt in FORMATS if getattr(args, fmt)}
@@ -85,22 +106,30 @@ def main(argv: list[str] | None = None) -> int:
     methods = parse_list(args.drafters) if args.drafters else default_methods()
     if args.replay and not args.drafters:  # traces stand in for the model: transformers' references need it
         methods = [m for m in methods if replayable_spec(m)]
+    if args.profile and not args.replay:
+        raise PLDError("--profile names the cost profile of a replay: give it with --replay (a live run measures its own)")
     if args.replay:
-        comparison = ReplayComparison.from_args(args, methods)
+        replay_methods(methods)  # a typo in a spec fails now, before the traces load (live: before the model)
+        profile, budget = profile_arg(args.profile)
+        comparison = ReplayComparison.from_args(args, methods, profile, budget)
     else:
         comparison = Comparison.from_args(args, methods)
     comparison.run()
-    print(report(comparison))
+    # the oracle needs the traces: known on a replay, not on a live run
+    oracle, extra = None, []
+    if args.replay:
+        times = oracle_times((case, comparison.profile or s.profile) for s in comparison.sets for case in s.cases)
+        extra.append(oracle_line(times))
+        oracle = oracle_speedups(times)  # the plot's estimates include the prefill: the oracle's too
+    print(report(comparison, extra))
     rows = list(comparison.rows.values())
     for fmt, path in exports.items():
         print(f"rows ({fmt}): {FORMATS[fmt](rows, path)}")
-    # the oracle needs the traces: known on a replay, not on a live run
-    oracle = oracle_speedups((case, comparison.profile or s.profile) for s in comparison.sets for case in s.cases) \
-        if args.replay else None
     plots = write_plots(rows, plot_folder(args.results, comparison.experiment, comparison.order), oracle=oracle)
     if plots:
         print(f"plots: {', '.join(str(p) for p in plots)}")
-    log_comparison(rows, mode=mode, group=comparison.experiment, plots=plots, out_dir=Path(args.results))
+    log_comparison(rows, mode=mode, group=f"{experiment_label(comparison.config)}-{comparison.experiment}",
+                   plots=plots, out_dir=Path(args.results))
     return 0
 
 

@@ -4,6 +4,7 @@
     python experiments/leaderboard.py submit --entry-point my-drafter           # an installed plug-in
     python experiments/leaderboard.py show                                      # the board, in the terminal
     python experiments/leaderboard.py build [--examples] [--wandb offline] [--verify]
+    python experiments/leaderboard.py render                                    # the views again, scoring nothing
     python experiments/leaderboard.py figures [--check]                          # the board's figures in the docs
 
 Every entry -- built-in baselines included -- is replayed over the same recorded greedy traces
@@ -13,7 +14,8 @@ estimated speedup under the traces' CPU cost profile; a large-GPU profile is sho
 oracle row shows the best any lookup of context continuations could do. Scores of different trace
 sets never mix: each belongs to the hash of its benchmark. Rules and scoring: docs/competition.md.
 
-Exit codes: 0 done, 1 the submission was recorded as disqualified, 2 a usage error (one line).
+Exit codes: 0 done, 1 the submission was disqualified (recorded, or listed under a better entry of its
+name), 2 a usage error (one line: a syntax error, parameters its class refuses, ...).
 """
 
 from __future__ import annotations
@@ -32,14 +34,14 @@ from experiments.benchmarks.paths import ROOT, portable_path  # noqa: E402
 from experiments.benchmarks.traces import default_folder, load_trace_sets  # noqa: E402
 from experiments.competition.board import DEFAULT_BOARD, Board, ranked  # noqa: E402
 from experiments.competition.entries import (check_name, ensure_oracle, one_line, run_baselines, run_peers,  # noqa: E402
-                                             run_examples, run_fresh, run_submission, shown_entries, verify_entries,
-                                             verify_prompts)
+                                             run_examples, run_fresh, run_submission, seed_baselines, shown_entries,
+                                             verify_entries, verify_prompts)
 from experiments.competition.figures import count_regions, update_files  # noqa: E402
-from experiments.competition.render import entry_details, text_board, write_outputs  # noqa: E402
-from experiments.competition.flags import flags_alone  # noqa: E402
+from experiments.competition.render import (entry_details, public_standing, standing, text_board, track_names,  # noqa: E402
+                                            write_outputs)
 from experiments.competition.fresh_cases import DEFAULT_PER_TASK, draw_seed, fresh_info, record_fresh  # noqa: E402
 from experiments.competition.sandbox import Limits, Submission  # noqa: E402
-from experiments.competition.scoring import benchmark_info  # noqa: E402
+from experiments.competition.scoring import CPU_TRACK, benchmark_info, track_named  # noqa: E402
 from experiments.competition.text import clean  # noqa: E402
 from experiments.reporting.summary import oracle_gain  # noqa: E402
 from lookup.errors import PLDError  # noqa: E402
@@ -79,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("name", nargs="?", default=None,
                     help="an entry: its scores per group and where it loses time against the oracle")
     sh.add_argument("--benchmark", default=None, help="a benchmark hash (or its prefix); default: the current traces'")
+    sh.add_argument("--profile", default=None,
+                    help="a GPU track's ranking (flat, h100-8b: docs/hardware.md) instead of the CPU board")
     common(sh)
 
     b = sub.add_parser("build", help="score the baselines and the oracle, write LEADERBOARD.md, leaderboard.json, index.html")
@@ -97,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--verify-tokens", type=int, default=64)
     common(b)
     limits(b)
+
+    r = sub.add_parser("render", help="write LEADERBOARD.md, leaderboard.json and index.html again from the board "
+                                      "file, scoring nothing (after a change to the views)")
+    r.add_argument("--benchmark", default=None, help="a benchmark hash (or its prefix); default: the current traces'")
+    common(r)
 
     c = sub.add_parser("check-fresh", help="make the board's fresh cases again from its seed, record them, "
                                            "and check they are the cases the board was ranked by")
@@ -139,38 +148,61 @@ def cmd_submit(args, board: Board) -> int:
     if bool(args.file) == bool(args.entry_point):
         raise PLDError("give a submission file or --entry-point NAME (one of them)")
     params = _params(args.params)
-    if args.file:
+    if args.file:  # a syntax error is one line here (Submission.file parses it; nothing of it runs)
         submission = Submission.file(args.file, args.name, params)  # what runs is its copy in the board's store
     else:
         submission = Submission.entry_point(args.entry_point, args.name, params)
     check_name(submission.name, "submission")
     limits = _limits(args)
     sets, info = _benchmark(args)
+    # parameters its class refuses: one line, nothing recorded; a worse or disqualified resubmission
+    # does not replace the board's entry of its name (it lists the attempt)
     entry = run_submission(board, submission, sets, info, "submission", limits, not args.no_landlock,
-                           args.require_isolation)
+                           args.require_isolation, keep_best=True)
+    seeded = seed_baselines(board, Board(DEFAULT_BOARD), info)
     oracle = ensure_oracle(board, sets, info)
     print(one_line(entry))
-    if entry.get("kept"):
-        print(f"not recorded: it failed before scoring any case, so the board keeps {clean(entry['name'], 48)}'s "
-              f"earlier score ({entry['kept'].get('score', 0):.3f}x); fix it and submit again")
-        return 1
-    if entry["status"] == "ok":
-        public = flags_alone(board.entries(info["hash"]))  # the quick score: this benchmark's cases alone
-        _, ok, _ = ranked(public)
-        rank = next(i for i, e in enumerate(ok, 1) if e["name"] == entry["name"])
-        gain = oracle_gain(entry["score"], oracle.get("score"))
-        share = f"; {100 * gain:.0f}% of the oracle's gain ({oracle['score']:.3f}x)" if gain is not None else ""
-        label = "public benchmark" if info.get("public") else "benchmark"
-        print(f"rank {rank} of {len(ok)} by score on the {label} {info['hash']}{share}")
-        if len(ok) == 1:
+    name = clean(entry["name"], 48)
+    if seeded:
+        print(f"the board in {board.folder} had no baselines of benchmark {info['hash']}: copied the committed "
+              f"board's {seeded} baselines and peers ({clean(portable_path(Board(DEFAULT_BOARD).path), 200)}) "
+              "to rank against")
+    kept = entry.get("kept")
+    if kept:
+        print(f"not recorded: the board keeps {name}'s better entry ({kept.get('score', 0):.3f}x, "
+              f"{clean(kept.get('time'), 40)}); a resubmission never replaces a better one of its name. "
+              f"`leaderboard.py show {name}` lists every attempt")
+    if (kept or entry).get("status") == "ok":
+        _say_rank(board, info, name, oracle)
+    return 0 if entry["status"] == "ok" else 1
+
+
+def _say_rank(board: Board, info: dict, name: str, oracle: dict) -> None:
+    """Where entry ``name`` stands, in the words and the numbers ``show`` uses (``render.standing``:
+    the board proper, the peers ranked apart; by fresh cases where the board links some)."""
+    shown, _ = shown_entries(board, info["hash"])
+    me = next(e for e in shown if e.get("name") == name)
+    label = "public benchmark" if info.get("public") else "benchmark"
+    place, public = standing(shown, name), public_standing(shown, name)
+    shown_oracle = next((e for e in shown if e.get("kind") == "oracle"), oracle)
+    if place is not None:
+        gain = oracle_gain(me.get("score"), shown_oracle.get("score"))
+        share = f"; {100 * gain:.0f}% of the oracle's gain ({shown_oracle['score']:.3f}x)" if gain is not None else ""
+        fresh = " on its fresh cases" if "score_public" in me else ""
+        print(f"rank {place[0]} of {place[1]} by score{fresh} on the {label} {info['hash']}, as "
+              f"`leaderboard.py show` lists it (the peers are ranked apart){share}")
+        if place[1] == 1:
             print(f"the board in {board.folder} holds no other scored entry to rank against: build it there first "
                   "(leaderboard.py build --board DIR), or submit to the default board (leaderboard/)")
-        for flag in next(e for e in ok if e["name"] == entry["name"]).get("flags") or []:
-            print(f"FLAG {clean(flag, 300)}")
-        if info.get("public"):
-            print("the board ranks by fresh cases, made and scored at its next build (docs/competition.md)")
-        return 0
-    return 1
+    elif public is not None:
+        print(f"not ranked yet: the board ranks by fresh cases, which its next build scores {name} on; by public "
+              f"score it is #{public[0]} of {public[1]}, as `leaderboard.py show` lists it")
+    else:  # scored here, disqualified on the board's fresh cases
+        print(f"not ranked: {clean(me.get('reason'), 300)} (`leaderboard.py show` lists it so)")
+    for flag in me.get("flags") or []:
+        print(f"FLAG {clean(flag, 300)}")
+    if info.get("public") and place is not None and "score_public" not in me:
+        print("the board ranks by fresh cases, made and scored at its next build (docs/competition.md)")
 
 
 def _params(text: str | None) -> dict:
@@ -202,6 +234,13 @@ def cmd_show(args, board: Board) -> int:
     if not entries:
         raise PLDError(f"nothing on the board for benchmark {clean(bench, 64)}; "
                        "run `python experiments/leaderboard.py build`")
+    if args.profile is not None and args.profile.lower() != CPU_TRACK.name:
+        track = track_named(args.profile).name
+        if track not in track_names(entries):
+            raise PLDError(f"the board of benchmark {clean(bench, 64)} has no track {track} yet: "
+                           "`python experiments/leaderboard.py build` scores it")
+        print(text_board(entries, info, track=track))
+        return 0
     if args.name is None:
         print(text_board(entries, info))
         return 0
@@ -211,6 +250,18 @@ def cmd_show(args, board: Board) -> int:
         raise PLDError(unknown_name("entry", clean(args.name, 48), [clean(e.get("name"), 48) for e in entries])
                        + f" (on benchmark {clean(bench, 64)})")
     print(entry_details(named[0], [e for e in entries if e.get("kind") == "oracle"], info))
+    return 0
+
+
+def cmd_render(args, board: Board) -> int:
+    """The board's views written again from its file, as ``build`` ends (nothing scored, no W&B)."""
+    bench = board.resolve(args.benchmark) if args.benchmark else _current_benchmark(args, board)
+    shown, info = shown_entries(board, bench)
+    if not shown:
+        raise PLDError(f"nothing on the board for benchmark {clean(bench, 64)}; "
+                       "run `python experiments/leaderboard.py build`")
+    paths = write_outputs(shown, info, board.folder, wandb_mode="off")
+    print("rendered from " + clean(portable_path(board.path), 200) + ": " + ", ".join(str(p) for p in paths))
     return 0
 
 
@@ -322,8 +373,8 @@ def cmd_figures(args, board: Board) -> int:
     return 1 if args.check and differ else 0
 
 
-COMMANDS = {"submit": cmd_submit, "show": cmd_show, "build": cmd_build, "check-fresh": cmd_check_fresh,
-            "figures": cmd_figures}
+COMMANDS = {"submit": cmd_submit, "show": cmd_show, "build": cmd_build, "render": cmd_render,
+            "check-fresh": cmd_check_fresh, "figures": cmd_figures}
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
     python experiments/traces.py record --questions FILE --out DIR      # your own prompts (or --dataset FILE)
     python experiments/traces.py list
     python experiments/traces.py profile [--remeasure | --check]   # --check: drift from the cached profile
-    python experiments/traces.py replay --drafters suffix-automaton,unfold [--traces DIR]
+    python experiments/traces.py replay --drafters suffix-automaton,unfold [--traces DIR] [--quick]
     python experiments/traces.py verify [--cases 10] [--traces DIR]   # are these traces this model's, here?
     python experiments/traces.py explain --drafters adaptive,voting      # where they lose time to the oracle
     python experiments/traces.py explain --profile FILE                 # ... priced by another machine's profile
@@ -26,24 +26,26 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
 
-from tqdm import tqdm  # noqa: E402
-
 import decoding  # noqa: E402
+import lookup  # noqa: E402
 from decoding.cost import (NOISY_SPREAD, REFERENCE_CONTEXT, cost_profile, is_noisy,  # noqa: E402
                            measure_cost_profile, profile_path, reference_profile)
 from decoding.lossless import NUMERIC_MARGIN  # noqa: E402
 from experiments.benchmarks import tasks  # noqa: E402
-from experiments.benchmarks.traces import (BENCHMARK_FILE, benchmark_hash, load_trace_sets, recording_folder,  # noqa: E402
-                                          shipped_folder, write_benchmark)
-from experiments.cli import add_prompt_file_options, guarded, quiet_libraries  # noqa: E402
+from experiments.benchmarks.traces import (BENCHMARK_FILE, benchmark_hash, first_prompts, load_trace_sets,  # noqa: E402
+                                          recording_folder, shipped_folder, write_benchmark, write_vocab)
+from experiments.cli import ArgumentParser, add_prompt_file_options, guarded, quiet_libraries  # noqa: E402
 from experiments.reporting.plots import write_loss_plot, write_signal_plot  # noqa: E402
-from experiments.reporting.tables import describe_profile, format_profile, loss_table, render, report  # noqa: E402
+from experiments.reporting.tables import (LOSS_NOTES, describe_profile, format_profile, loss_notes,  # noqa: E402
+                                          loss_table, render, report)
 from experiments.running.cases import check_prompts, select_prompts  # noqa: E402
 from experiments.running.explain import ALL, explain  # noqa: E402
 from experiments.running import acceptance_fit  # noqa: E402
 from experiments.running.hindsight import parse_mode as parse_hindsight_mode  # noqa: E402
 from experiments.running.record import record  # noqa: E402
-from experiments.running.replay import ReplayComparison, default_specs  # noqa: E402
+from experiments.running.progress import progress_bar  # noqa: E402
+from experiments.running.replay import ReplayComparison, default_specs, replay_methods  # noqa: E402
+from experiments.running.tracks import profile_arg  # noqa: E402
 from experiments.running.verify import check_traces  # noqa: E402
 from lookup.acceptance import fits as fits_module  # noqa: E402
 from lookup.cost import CPU_SMOLLM2, CostProfile  # noqa: E402
@@ -52,12 +54,13 @@ from lookup.specs import parse_list  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="greedy-decode task prompts once and store the traces")
     rec.add_argument("--tasks", default=None, help="comma-separated suites (default: all embedded)")
     add_prompt_file_options(rec)
-    rec.add_argument("--prompts", type=int, default=8, help="prompts per task (default 8)")
+    rec.add_argument("--prompts", type=int, default=8,
+                     help="prompts per task (default 8: live decoding, minutes a task on a CPU; --full for all)")
     rec.add_argument("--full", action="store_true", help="every prompt of every task")
     rec.add_argument("--max-new-tokens", type=int, default=128)
     rec.add_argument("--model", default=None)
@@ -78,18 +81,22 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
     rep.add_argument("--results", default="results", help="folder for results JSONL (default: results/)")
     rep.add_argument("--fresh", action="store_true", help="replay again rows the results already hold")
+    rep.add_argument("--quick", action="store_true",
+                     help="one prompt per task (as compare.py --replay --quick); default: every case")
     rep.add_argument("--stream", action="store_true",
                      help="one stream of requests: drafters that keep a history across requests learn from earlier cases")
     exp = sub.add_parser("explain", help="where drafters lose time against the oracle, per task group (and a plot)")
-    exp.add_argument("--drafters", default="adaptive", help="comma-separated drafter specs (default: adaptive)")
+    exp.add_argument("--drafters", default=lookup.DEFAULT_DRAFTER,
+                     help=f"comma-separated drafter specs (default: {lookup.DEFAULT_DRAFTER})")
     exp.add_argument("--traces", default=None, help="trace folder (default: the shipped benchmark)")
     exp.add_argument("--plot", default="results/oracle_gap.png", help="where to draw the plot ('' for none)")
     exp.add_argument("--stream", action="store_true",
                      help="one stream of requests: drafters that keep a history across requests learn from earlier cases")
-    exp.add_argument("--profile", default=None, metavar="FILE",
-                     help="price every case by this cost profile (a JSON file, as `traces.py profile` keeps one per "
-                          "machine under the cache's profiles/ folder) instead of the benchmark's reference: the "
-                          "drafters and the oracle as they would fare on that machine")
+    exp.add_argument("--profile", default=None, metavar="NAME|FILE",
+                     help="plan and price every case under this cost profile instead of the benchmark's reference: "
+                          "a named one (a board track: cpu, flat, h100-8b; or any of docs/hardware.md, with drafts "
+                          "of up to 63 nodes), or a JSON file (as `traces.py profile` keeps one per machine under the "
+                          "cache's profiles/ folder): the drafters and the oracle as they would fare there")
     exp.add_argument("--hindsight", default="",
                      help="also each drafter with hindsight of the answer, per mode: gate (no draft whose first token "
                           "is wrong), trim (only the accepted part), cut (the best prefix of it): ceilings, not drafters; "
@@ -125,34 +132,41 @@ def cmd_list(args) -> int:
 
 def cmd_replay(args) -> int:
     specs = parse_list(args.drafters or "") or default_specs()
-    comparison = ReplayComparison(load_trace_sets(args.traces), specs, args.results, fresh=args.fresh,
-                                  stream=args.stream)
+    sets = load_trace_sets(args.traces)
+    if args.quick:  # the one quick subset compare.py --replay --quick replays too
+        sets = first_prompts(sets, 1)
+    comparison = ReplayComparison(sets, specs, args.results, fresh=args.fresh, stream=args.stream)
     comparison.run()
     print(report(comparison))
     return 0
 
 
 def cmd_explain(args) -> int:
-    profile = read_profile(args.profile) if args.profile else None  # a typo fails before the traces load
-    sets = load_trace_sets(args.traces)
+    # every mistake in the arguments fails before the traces load and any bar is drawn
+    profile, budget = profile_arg(args.profile)
     specs = parse_list(args.drafters)
     if not specs:
         raise PLDError("--drafters is empty")
+    replay_methods(specs)  # an unknown drafter, parameter or value: one line, with close names
     modes = parse_list(args.hindsight)
     for mode in modes:
-        parse_hindsight_mode(mode)  # a typo fails before any replay
+        parse_hindsight_mode(mode)
+    sets = load_trace_sets(args.traces)
     runs = [(spec, None) for spec in specs] + [(spec, mode) for spec in specs for mode in modes]
     losses = {}
     total = len(runs) * sum(len(s.cases) for s in sets)
-    with tqdm(total=total, desc="explain", unit="case") as bar:
+    with progress_bar(total, "explain") as bar:
         for spec, mode in runs:
             label = spec if mode is None else f"{spec} [hindsight: {mode}]"
-            losses[label] = explain(sets, spec, profile, progress=bar.update, stream=args.stream, hindsight=mode)
+            losses[label] = explain(sets, spec, profile, progress=bar.update, stream=args.stream, hindsight=mode,
+                                    draft_budget=budget)
     priced = (profile or sets[0].profile).model + (f", profile {args.profile}" if profile else "")
     for spec, by_group in losses.items():
         print(f"\n{spec}: the gap to the cost-aware oracle, by part (decoding phase, {priced})")
         print(loss_table(by_group))
-    print("\nmissed: no draft where the oracle drafted; wrong: nothing accepted though a correct run existed; "
+    notes = dict.fromkeys(note for by_group in losses.values() for note in loss_notes(by_group))
+    print("", *notes, LOSS_NOTES, sep="\n")
+    print("missed: no draft where the oracle drafted; wrong: nothing accepted though a correct run existed; "
           "short/long: accepted less/more than the oracle's best cut, or rejected draft tokens (long); "
           "beyond: past any run of the context; drafter: its own time")
     if args.plot:
@@ -162,18 +176,6 @@ def cmd_explain(args) -> int:
             plot = Path(args.plot)
             print(f"plot: {write_signal_plot(curves, plot.with_name(plot.stem + '_signal' + plot.suffix))}")
     return 0
-
-
-def read_profile(path: str) -> CostProfile:
-    """A cost profile saved as JSON; PLDError, with the reason, when the file is missing or not one."""
-    try:
-        return CostProfile.load(path)
-    except FileNotFoundError:
-        raise PLDError(f"--profile: no file {path} (`traces.py profile` measures and keeps this machine's)") from None
-    except OSError as err:
-        raise PLDError(f"--profile: cannot read {path} ({err.strerror or err})") from None
-    except (ValueError, KeyError, TypeError) as err:
-        raise PLDError(f"--profile: {path} is not a cost profile ({type(err).__name__}: {err})") from None
 
 
 def signal_curves(runs: list[tuple[str, str | None]], losses: dict) -> dict[str, list[tuple[float, float]]]:
@@ -192,7 +194,7 @@ def cmd_fit_acceptance(args) -> int:
     sets = load_trace_sets(args.traces)
     if not sets:
         raise PLDError("no traces to fit on: record some first (traces.py record)")
-    with tqdm(total=2 * sum(len(s.cases) for s in sets), desc="replay", unit="case") as bar:
+    with progress_bar(2 * sum(len(s.cases) for s in sets), "replay") as bar:
         data = acceptance_fit.collect(sets, progress=bar.update)
     first = data["context"]["first"]
     if not acceptance_fit.fittable(first):
@@ -276,9 +278,12 @@ def cmd_record(args) -> int:
     # a shipped benchmark is scored with the reference profile, so that boards from any machine agree
     profile = CPU_SMOLLM2 if args.ship else cost_profile(target, progress=True)
     profile.save(folder / "profile.json")
+    vocab = target.vocab()  # each id's text, for drafters that ask for it in replay
+    if vocab is not None:
+        write_vocab(folder, vocab, target.name)
     total = sum(len(p.turns) for ps in suites.values() for p in ps)
     t0 = time.perf_counter()
-    with tqdm(total=total, desc="record", unit="case") as bar:
+    with progress_bar(total, "record") as bar:
         for name, prompts in suites.items():
             record(target, name, prompts, args.max_new_tokens, folder, progress=bar)
     print(f"traces in {folder} ({time.perf_counter() - t0:.0f} s)")

@@ -129,7 +129,11 @@ class CostProfile:
     @classmethod
     def from_json(cls, text: str) -> "CostProfile":
         """Read a profile; profiles saved before the context axis existed load without one."""
-        data = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CostProfile":
+        """A profile from :meth:`to_json`'s fields, parsed."""
         return cls(
             tuple(data["sizes"]), tuple(data["seconds"]), data.get("model", "?"), data.get("device", "?"),
             tuple(data.get("contexts", ())), tuple(tuple(row) for row in data.get("grid", ())),

@@ -26,6 +26,8 @@ LOCK_FILE = ".board.lock"
 MAX_BOARD_BYTES = 64 << 20
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,47}")
 ORACLE = "oracle"
+#: the submissions of one name an entry lists (``attempts``: the newest kept)
+MAX_ATTEMPTS = 20
 
 
 def now() -> str:
@@ -119,6 +121,29 @@ class Board:
                                if not (e.get("benchmark") == entry["benchmark"] and e.get("name") == entry["name"])]
             data["entries"].append(entry)
 
+    def record_best(self, entry: dict, info: dict | None = None) -> tuple[dict, bool]:
+        """Record a submission's ``entry`` as :meth:`record` does, unless the board holds an entry
+        of its name on its benchmark that ranks above it (:func:`better`: a disqualified or lower
+        score never replaces a scored one): that one stays. Either way the entry that stands lists
+        this submission in its ``attempts`` (:func:`attempt_of`; oldest first, the last
+        :data:`MAX_ATTEMPTS`; an entry recorded before attempts were listed counts as its own
+        first). Returns (the entry that stands, as the board file now holds it; whether it is ``entry``)."""
+        with self.editing() as data:
+            if info is not None:
+                data["benchmarks"][entry["benchmark"]] = info
+            same = [e for e in data["entries"] if e.get("benchmark") == entry["benchmark"] and e.get("name") == entry["name"]]
+            earlier = same[-1] if same else None
+            listed = earlier.get("attempts") if earlier is not None else []
+            if earlier is not None and not (isinstance(listed, list) and listed):
+                listed = [attempt_of(earlier)]
+            attempts = [*[a for a in listed if isinstance(a, dict)], attempt_of(entry)][-MAX_ATTEMPTS:]
+            if earlier is not None and not better(entry, earlier):
+                earlier["attempts"] = attempts
+                return earlier, False
+            data["entries"] = [e for e in data["entries"] if not any(e is x for x in same)]
+            data["entries"].append({**entry, "attempts": attempts})
+            return data["entries"][-1], True
+
     def entries(self, benchmark: str) -> list[dict]:
         return [e for e in self.load()["entries"] if e.get("benchmark") == benchmark]
 
@@ -132,10 +157,41 @@ class Board:
         return found[0]
 
 
+def _scored(entry: dict) -> bool:
+    """Whether ``entry`` is ranked: scored (status ok, a non-zero score), and not the oracle."""
+    return entry.get("kind") != "oracle" and entry.get("status") == "ok" and bool(entry.get("score"))
+
+
+def better(new: dict, old: dict) -> bool:
+    """Whether entry ``new`` ranks at least as high as ``old`` by :func:`ranked`'s rule: a scored
+    entry above one that is not, a higher score above a lower one (a tie goes to ``new``)."""
+    def score(e: dict) -> float | None:  # a board file edited by hand may hold anything there
+        value = e.get("score")
+        return float(value) if _scored(e) and isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    if score(old) is None:
+        return True
+    return score(new) is not None and score(new) >= score(old)
+
+
+def attempt_of(entry: dict) -> dict:
+    """What an entry's ``attempts`` keep of one submission: when, its score or why it failed (as
+    the entry says it, already cleaned and, on a benchmark that is not public, withheld), its
+    parameters, and its file (by the hash it is stored under) or source name."""
+    source = entry.get("source") if isinstance(entry.get("source"), dict) else {}
+    attempt = {"time": entry.get("time"), "status": entry.get("status"), "params": entry.get("params") or {}}
+    if entry.get("status") == "ok":
+        attempt["score"] = entry.get("score")
+    else:
+        attempt["reason"] = entry.get("reason")
+    attempt["source"] = {k: source[k] for k in ("kind", "sha256", "display", "name") if k in source}
+    return attempt
+
+
 def ranked(entries: Sequence[dict]) -> tuple[dict | None, list[dict], list[dict]]:
     """(oracle, entries that scored -- best first, disqualified entries)."""
     oracle = next((e for e in entries if e.get("kind") == "oracle"), None)
-    ok = [e for e in entries if e.get("kind") != "oracle" and e.get("status") == "ok" and e.get("score")]
+    ok = [e for e in entries if _scored(e)]
     ok.sort(key=lambda e: (-e["score"], e["name"]))
     dq = sorted((e for e in entries if e.get("kind") != "oracle" and e not in ok), key=lambda e: e["name"])
     return oracle, ok, dq

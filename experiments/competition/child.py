@@ -244,20 +244,27 @@ class LoadError(Exception):
     """The submission is not a valid entry (no Drafter subclass, several, not a Drafter)."""
 
 
+class BadParams(Exception):
+    """The submission's class refuses its parameters (``submit --params``): a parameter it does not
+    take, a value its annotation rules out, one it needs and was not given. The submitter's slip,
+    found before any case: ``submit`` says it in one line and records nothing."""
+
+
 def _load_file(source: dict):
     import types
 
     from lookup.errors import PLDError
-    from lookup.files import the_drafter
+    from lookup.files import compile_source, the_drafter
 
     path = source["path"]
     shown = source.get("display") or os.path.basename(path)  # as submitted (the path is its stored copy)
-    # compiled from the source, never from a cached .pyc beside it
+    # compiled from the source, never from a cached .pyc beside it; a syntax error in the words
+    # compare.py uses (``my_drafter.py: line 4: expected ':'``)
     with open(path, "rb") as f:
         try:
-            code = compile(f.read(), shown, "exec", dont_inherit=True)
-        except SyntaxError as exc:
-            raise LoadError(f"{shown}, line {exc.lineno}: {exc.msg}") from None
+            code = compile_source(f.read(), shown)
+        except PLDError as exc:
+            raise LoadError(str(exc)) from None
     module = types.ModuleType("pld_submission")
     module.__file__ = path
     sys.modules["pld_submission"] = module
@@ -398,6 +405,7 @@ class Child:
         self.drafter = _Calibration()  # until the submission is loaded
         self.last = None  # the Draft the drafter returned at its last propose
         self.cases = 0
+        self._cost_profile = None  # the hello's profile, once read (make)
 
     def send_json(self, **data) -> None:
         self.conn.send_bytes(b"J" + json.dumps(data, default=str).encode())
@@ -544,12 +552,47 @@ class Child:
         if self.cls is None or self.wants_top is None:
             self.drafter = None
             self.cls = LOADERS[self.hello["source"]["kind"]](self.hello["source"])
+            self.check_params()
             self.wants_top = self.warm_up()
         self.drafter = None
         self.send_json(loaded=True, wants_top=self.wants_top)
 
     def make(self):
-        return self.cls(**self.params)
+        """A new drafter; one that asks for the vocabulary's strings gets the parent's (sent once,
+        with the hello, and shared by every drafter of this process: a tuple, which none can change)."""
+        from lookup.base import hand_vocab
+
+        drafter = self.cls(**self._params())
+        hand_vocab(drafter, lambda: self.hello.get("vocab"))
+        return drafter
+
+    def _params(self) -> dict:
+        """The entry's parameters, with the hello's cost profile for a cost-aware drafter that was not
+        given one: it plans under the profile its entry is scored under, as compare.py's do."""
+        if self.hello.get("profile") is not None and self.cls.uses_profile and "profile" not in self.params:
+            return {**self.params, "profile": self._profile()}
+        return self.params
+
+    def _profile(self):
+        """The hello's cost profile, read once."""
+        if self._cost_profile is None:
+            from lookup.cost import CostProfile
+
+            self._cost_profile = CostProfile.from_dict(self.hello["profile"])
+        return self._cost_profile
+
+    def check_params(self) -> None:
+        """Build the drafter once through the registry's checks (:func:`lookup.registry.construct`,
+        what ``lookup.create`` and so compare.py apply): a TypeError there (an unknown parameter,
+        with the close names; a value of the wrong type; a required one missing) is :class:`BadParams`."""
+        from lookup.registry import construct
+
+        source = self.hello["source"]
+        shown = source.get("display") or source.get("name") or "submission"
+        try:
+            construct(self.cls, self._params(), shown)
+        except TypeError as exc:
+            raise BadParams(str(exc)) from None
 
     def warm_up(self) -> int:
         """Run a throwaway drafter over a synthetic sequence: JIT compilers compile now, not in a
@@ -653,6 +696,8 @@ class Child:
                         self.load()
                     except LoadError as exc:
                         self.error("load", str(exc))
+                    except BadParams as exc:
+                        self.error("params", str(exc))
                     except BaseException as exc:  # noqa: BLE001
                         self.error("exception", "during start-up (loading, building, warm-up run): " + describe(exc))
                 elif op == "reset":

@@ -3,6 +3,8 @@ baselines, the examples and the oracle; ``--verify`` runs the top entries live o
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
 import hashlib
 import inspect
@@ -22,8 +24,9 @@ from experiments.competition.flags import beyond_share, flags_alone, with_fresh
 from experiments.competition.board import NAME_RE, ORACLE, Board, atomic_write, now
 from experiments.competition.cross_fit import cross_fitted, folds
 from experiments.competition.sandbox import Disqualified, Evaluation, Sandbox, Submission, evaluate
-from experiments.competition.scoring import ORACLE_CAP, entry_scores, oracle_rows, replay_scores
-from experiments.competition.text import clean, clean_block
+from experiments.competition.scoring import (CPU_TRACK, GPU_TRACKS, ORACLE_CAP, Track, entry_scores, oracle_rows,
+                                             oracle_track, replay_scores, track_scores)
+from experiments.competition.text import clean, clean_block, portable_refusal
 from experiments.running.explain import pool_losses
 from experiments.running.store import code_key, git_sha
 from lookup.errors import PLDError
@@ -93,8 +96,8 @@ def _number(value) -> float | int | None:
 
 #: kinds of disqualification whose message can carry text the entry chose (an exception's message,
 #: a class name, a kind it reported) once it has seen a case: on a benchmark that is not public only
-#: the kind is kept. (A load error comes before any case; a crash's reason quotes the entry's last
-#: output only on a public benchmark: ``Sandbox.public``.)
+#: the kind is kept. (A load or params error comes before any case, in a case process that has
+#: seen none; a crash's reason quotes the entry's last output only on a public benchmark: ``Sandbox.public``.)
 ENTRY_WORDED = ("exception", "invalid", "protocol")
 #: what stands in for such a message
 WITHHELD = "the details are kept only for the public benchmark, where the entry can be run again to see them"
@@ -132,7 +135,8 @@ def make_entry(evaluation, kind: str, benchmark: str, limits=None, public: bool 
     ev = evaluation
     steps = sum(len(out.stats.steps) for _, _, out in ev.cases)
     usage = ev.usage or {}
-    refused = [clean(r, 200) if public else _operation(r) for r in ev.refused[:20]]
+    # a refused path as on any machine (no builder's home folder on the board): text.portable_refusal
+    refused = [clean(portable_refusal(r), 200) if public else _operation(r) for r in ev.refused[:20]]
     entry = {
         "name": clean(ev.submission.name, 48), "kind": kind, "benchmark": benchmark,
         "source": _source_info(ev.submission), "params": ev.submission.params,
@@ -175,6 +179,7 @@ def oracle_entry(sets, benchmark: str) -> dict:
     entry["score_cost_aware"] = best["score"]
     for group, scores in best["groups"].items():
         entry["groups"][group]["est_speedup_cost_aware"] = scores["est_speedup"]
+    entry["tracks"] = {track.name: oracle_track(sets, track.profile) for track in BUILD_TRACKS}
     entry["eval_s"] = round(time.perf_counter() - t0, 3)
     return entry
 
@@ -184,6 +189,11 @@ def _progress(total: int, desc: str):
     return tqdm(total=total, desc=desc[:30], unit="case", leave=False, dynamic_ncols=True, disable=not sys.stderr.isatty())
 
 
+#: the track whose score is the board's GPU column
+GPU_PROFILE_TRACK = "flat"
+#: the GPU tracks a build scores every entry on (each one more replay of the benchmark per entry;
+#: the competition's tests narrow it where tracks are not what they check)
+BUILD_TRACKS: tuple[Track, ...] = GPU_TRACKS
 #: the kinds of entry whose code ships with pld-lab (ours, and our ports of the peers)
 TRUSTED_KINDS = ("baseline", "peer")
 #: their per-call limit, as a multiple of a submission's. A call's time counts in the score either
@@ -194,52 +204,104 @@ TRUSTED_CALL_FACTOR = 20.0
 TIME_KINDS = ("slow", "timeout", "total-time")
 
 
+def gpu_track(evaluation: Evaluation, track: Track, entry: dict, benchmark: str, public: bool) -> dict:
+    """An entry's scores on a GPU track, from its run planned and priced under the track's profile
+    (:func:`~experiments.competition.scoring.track_scores`), or why that run was disqualified."""
+    if not evaluation.ok:
+        return {"status": "disqualified", "reason": _reason(evaluation.reason, public)}
+    return track_scores(evaluation.cases, entry["name"], entry["params"], track.profile, benchmark)
+
+
 def run_submission(board: Board, submission, sets, info: dict, kind: str, limits, landlock: bool = True,
-                   require_isolation: bool = False, stream: bool = False) -> dict:
+                   require_isolation: bool = False, stream: bool = False, keep_best: bool = False,
+                   tracks: Sequence[Track] | None = None) -> dict:
     """Evaluate in the sandbox and record the entry (disqualified or not); returns the entry.
     ``stream``: one drafter serves the benchmark's cases in order (a ``history=true`` entry). A
     disqualification for time is retried once before it stands (a stall of a shared machine is no
     verdict). Whether the benchmark is public (``info["public"]``) decides what of the entry's own
     words the board keeps (:func:`make_entry`). An entry of ours whose numbers were fitted on this
     benchmark (:meth:`lookup.Drafter.fitted_on`) is scored cross-fitted too, beside its own score
-    (``entry["cross_fitted"]``: :mod:`experiments.competition.cross_fit`). A submission that fails
-    before it scores any case does not replace a scored entry of its name: the entry returned holds
-    that one as ``kept``, and the board is left as it was."""
+    (``entry["cross_fitted"]``: :mod:`experiments.competition.cross_fit`).
+
+    ``keep_best`` (``leaderboard.py submit``): a submission whose class refuses its parameters
+    before any case (``params``: a typo, a value of the wrong type; with no operation refused, so
+    no entry can hide a misdeed behind one) is a slip to fix: a PLDError says it in one line and
+    nothing is recorded. Otherwise the entry is recorded by :meth:`Board.record_best`: it never
+    replaces a scored entry of its name with a worse or disqualified one, and the entry that
+    stands lists the attempt; when that is the earlier one, the entry returned holds it as ``kept``.
+    Without ``keep_best`` (a build: baselines, examples, fresh cases) the entry always replaces
+    the board's entry of its name.
+
+    An entry scored on the CPU track (the benchmark's own profile, what the board ranks by) is
+    replayed again on each of ``tracks`` (default :data:`BUILD_TRACKS`), planned and priced under that track's
+    profile with its draft budget: ``entry["tracks"][name]``; the flat track's score is the board's
+    GPU column (``score_gpu``)."""
     total = sum(len(s.cases) for s in sets)
     public = bool(info.get("public"))
     if kind in TRUSTED_KINDS:  # our own code: a longer leash per call (its time is charged all the same)
         limits = dataclasses.replace(limits, call_s=limits.call_s * TRUSTED_CALL_FACTOR)
+    made: list[Path] = []  # what this call adds to the board's folder before anything is recorded
     if submission.source["kind"] == "file":  # what is scored is the copy the board keeps
         path = Path(submission.source["path"])
-        submission = Submission.file(store_submission(board, path), submission.name, submission.params,
+        had = stored_file(board, {"sha256": _file_sha(path)})
+        made = [d for d in (board.folder, board.folder / STORE) if not d.exists()]
+        stored = store_submission(board, path)
+        made += [] if had else [stored]
+        submission = Submission.file(stored, submission.name, submission.params,
                                      display=submission.source.get("display") or path.name)
 
-    def run(submission: Submission) -> Evaluation:
+    def run(submission: Submission, track: Track = CPU_TRACK) -> Evaluation:
         for _ in range(2):
-            with _progress(total, submission.name) as bar:
+            with _progress(total, f"{submission.name} ({track.name})") as bar:
                 evaluation = evaluate(submission, sets, limits, deny=[board.folder], landlock=landlock,
                                       progress=bar.update, require_isolation=require_isolation, stream=stream,
-                                      public=public)
+                                      public=public, profile=track.profile, draft_budget=track.draft_budget)
             if evaluation.ok or evaluation.reason.split(":", 1)[0] not in TIME_KINDS:
                 return evaluation
         return evaluation
 
     evaluation = run(submission)
     entry = make_entry(evaluation, kind, info["hash"], limits, public=public)
+    if evaluation.ok:
+        entry["tracks"] = {track.name: gpu_track(run(submission, track), track, entry, info["hash"], public)
+                           for track in (BUILD_TRACKS if tracks is None else tracks)}
+        flat = entry["tracks"].get(GPU_PROFILE_TRACK)
+        if flat is not None and flat["status"] == "ok":  # the GPU column: the flat track's own run
+            entry["score_gpu"] = flat["score"]
+            for group, scores in entry["groups"].items():
+                scores["est_speedup_gpu"] = flat["groups"].get(group, {}).get("est_speedup")
     if evaluation.ok and kind in TRUSTED_KINDS and submission.source["kind"] == "builtin" \
             and lookup.create(submission.source["name"], **submission.params).fitted_on() == info["hash"]:
         # its numbers were fitted on these very cases: scored cross-fitted too (cross_fit.py)
         entry["cross_fitted"] = cross_fitted(submission, cross_folds(sets, info["hash"]), run, info["hash"])
-    if kind == "submission" and not evaluation.ok and not evaluation.cases:
-        # it failed before scoring any case (a typo in its parameters, an import error): a mistake to
-        # fix and submit again, not a verdict on an entry the board has scored
-        earlier = next((e for e in board.entries(info["hash"])
-                        if e.get("name") == entry["name"] and e.get("status") == "ok"), None)
-        if earlier is not None:
-            entry["kept"] = earlier
-            return entry
+    if keep_best:
+        if _slip(evaluation):
+            _remove(made)  # nothing of this submission stays
+            raise PLDError(f"{evaluation.reason.split(': ', 1)[-1]}; nothing recorded: fix --params and submit again")
+        standing, recorded = board.record_best(entry, info)
+        if not recorded:
+            entry["kept"] = standing
+        return entry
     board.record(entry, info)
     return entry
+
+
+def _remove(made: Sequence[Path]) -> None:
+    """Remove what was made, newest first: files, then folders (only when empty)."""
+    for path in reversed(made):
+        with contextlib.suppress(OSError):
+            if path.is_dir():
+                path.rmdir()
+            else:
+                path.unlink()
+
+
+def _slip(evaluation: Evaluation) -> bool:
+    """Whether an evaluation failed only because its class refused its parameters: before any
+    case, with no operation refused (an entry that tried something cannot pass for a slip)."""
+    reason = evaluation.reason or ""
+    return reason.startswith("params: ") and not evaluation.cases and not evaluation.refused \
+        and not (evaluation.usage or {}).get("refused_count")
 
 
 #: the folds of each benchmark cross-fitted in this process (by hash): fitted once per build
@@ -253,6 +315,31 @@ def cross_folds(sets, benchmark: str) -> list:
     return _FOLDS[benchmark]
 
 
+def seed_baselines(board: Board, committed: Board, info: dict) -> int:
+    """Give a board of its own (``submit --board DIR``) the baselines and peers to rank against:
+    when it holds none of benchmark ``info``, copy that benchmark's baseline and peer entries from
+    ``committed`` (the committed board, ``leaderboard/``), as they were scored there (public
+    scores; the committed board's fresh cases stay its own). Returns how many were copied (0: the
+    same board, one that has its own, or a committed board with none of this benchmark)."""
+    if board.path.resolve() == committed.path.resolve():
+        return 0
+    try:
+        theirs = [e for e in committed.entries(info["hash"]) if e.get("kind") in TRUSTED_KINDS and e.get("name")]
+    except PLDError:  # a committed board that cannot be read: nothing to rank against, as before
+        return 0
+    if not theirs:
+        return 0
+    with board.editing() as data:
+        here = [e for e in data["entries"] if e.get("benchmark") == info["hash"]]
+        if any(e.get("kind") in TRUSTED_KINDS for e in here):
+            return 0
+        names = {e.get("name") for e in here}
+        copied = [{**copy.deepcopy(e), "benchmark": info["hash"]} for e in theirs if e.get("name") not in names]
+        data["entries"] += copied
+        data["benchmarks"].setdefault(info["hash"], info)
+    return len(copied)
+
+
 def ensure_oracle(board: Board, sets, info: dict) -> dict:
     entry = oracle_entry(sets, info["hash"])
     board.record(entry, info)
@@ -262,9 +349,11 @@ def ensure_oracle(board: Board, sets, info: dict) -> dict:
 def scored_codes(board: Board, info: dict, kind: str) -> dict[str, str | None]:
     """Name -> code key of the entries of ``kind`` scored on this benchmark. Entries of our own code
     (baselines, peers) that were disqualified are left out, so the next build tries them again: a
-    stall of the machine past a time limit is no verdict on trusted code."""
+    stall of the machine past a time limit is no verdict on trusted code, and those not yet scored on
+    every GPU track are left out too."""
+    tracks = {track.name for track in BUILD_TRACKS}  # an entry scored before a track existed is scored again
     return {e["name"]: e.get("code") for e in board.entries(info["hash"])
-            if e.get("kind") == kind and e.get("status") == "ok"}
+            if e.get("kind") == kind and e.get("status") == "ok" and tracks <= set(e.get("tracks") or ())}
 
 
 def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, names: Sequence[str] | None = None,
@@ -338,7 +427,9 @@ def run_examples(board: Board, sets, info: dict, limits, rerun: bool = False, la
     for path in sorted(EXAMPLES.glob("*.py")):
         submission = Submission.file(path)
         old = have.get(submission.name)
-        if old and not rerun and old.get("source", {}).get("sha256") == _file_sha(path):
+        tracks = {track.name for track in BUILD_TRACKS}  # one scored before a track existed: scored again
+        if old and not rerun and old.get("source", {}).get("sha256") == _file_sha(path) \
+                and tracks <= set(old.get("tracks") or ()):
             continue
         entry = run_submission(board, submission, sets, info, "submission", limits, landlock, require_isolation)
         say(one_line(entry))
@@ -439,7 +530,7 @@ def verify_entries(entries: Sequence[dict], target, prompts: Sequence[Sequence[i
         reference, walls = [], []
         try:
             with Sandbox(submission, target.vocab_size, limits, deny, landlock,
-                         require_isolation=require_isolation, public=public) as box:
+                         require_isolation=require_isolation, public=public, vocab=target.vocab()) as box:
                 box.generate(target, prompts[0], 4)  # warm-up: first calls and forwards allocate
                 for prompt in prompts:
                     t0 = time.perf_counter()

@@ -33,7 +33,8 @@ from typing import Callable, Sequence
 from experiments.benchmarks.paths import ROOT
 from experiments.competition.board import Board, atomic_write, ranked
 from experiments.competition.entries import shown_entries
-from experiments.competition.render import PEER, best_in_group, cross_fitted, split_peers
+from experiments.competition.render import (PEER, best_in_group, cross_fitted, split_peers, track_names,
+                                            track_of, track_ranking)
 from experiments.competition.text import clean
 from experiments.competition.text import markdown as md
 from experiments.reporting.summary import oracle_gain
@@ -326,6 +327,41 @@ def region_beyond(view: View) -> str:
 
 
 #: region name -> what renders it
+def region_gpu_tracks(view: View) -> str:
+    """Per GPU track (public cases): the oracle, the bound that also knows the top-k, our best entry
+    and the best peer, each with its score and share of the track's oracle gain, and per group our
+    best's share (the board's ``## GPU tracks`` tables hold every entry)."""
+    oracle = view.oracle or {}
+    rows = []
+    for track in track_names(view.entries):
+        bound = track_of(oracle, track) or {}
+        ranking = track_ranking(view.entries, track)
+        ours = next((e for e in ranking if e.get("kind") != PEER), None)
+        peer = next((e for e in ranking if e.get("kind") == PEER), None)
+        groups = sorted(bound.get("groups") or {})
+
+        def cell(e: dict | None) -> str:
+            scores = track_of(e, track) if e is not None else None
+            if scores is None:
+                return "-"
+            return f"{_name(e)} {_speedup_and_share(scores['score'], bound.get('score'))}"
+
+        worst = None
+        if ours is not None and groups:
+            shares = {g: oracle_gain(_num((track_of(ours, track)["groups"].get(g) or {}).get("est_speedup")),
+                                     _num(bound["groups"][g].get("est_speedup"))) for g in groups}
+            known = {g: v for g, v in shares.items() if v is not None}
+            worst = min(known.items(), key=lambda kv: kv[1]) if known else None
+        rows.append([md(track, 40), _x(bound.get("score")), _x(bound.get("score_topk")), cell(ours), cell(peer),
+                     f"{md(worst[0], 60)} {_pct(worst[1])}" if worst else "-"])
+    if not rows:
+        return "The board has no GPU tracks yet: `python experiments/leaderboard.py build` scores them."
+    table = render(["track", "oracle", "oracle + top-k", "our best", "best peer", "our best's lowest group"],
+                   rows, markdown=True)
+    return ("Per GPU track (`docs/competition.md`: every entry replayed planning and priced under the track's profile,"
+            " public cases): estimated speedup and the share of the track's oracle gain.\n\n" + table)
+
+
 REGIONS: dict[str, Callable[[View], str]] = {
     "board": region_board,
     "peers-by-group": region_peers_by_group,
@@ -333,6 +369,7 @@ REGIONS: dict[str, Callable[[View], str]] = {
     "oracle-gap": region_oracle_gap,
     "fresh-vs-public": region_fresh_vs_public,
     "beyond": region_beyond,
+    "gpu-tracks": region_gpu_tracks,
 }
 
 

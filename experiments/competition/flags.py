@@ -24,6 +24,7 @@ was submitted after the build) is ``pending``: listed, not ranked.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -89,13 +90,16 @@ def with_fresh(public: Sequence[dict], fresh: Sequence[dict]) -> list[dict]:
     """The public benchmark's entries as the views show them once fresh cases are linked: copies,
     each with its fresh scores as ``score``/``score_gpu`` (ranked by), the public ones as
     ``score_public``/``score_gpu_public``, and ``flags``. An entry scored on the public cases but
-    not on the fresh ones is ``status: pending``; one disqualified on the fresh cases is
-    disqualified, with that reason."""
+    not on the fresh ones -- or resubmitted since with other code or parameters, so the fresh
+    entry of its name scored something else -- is ``status: pending``; one disqualified on the
+    fresh cases is disqualified, with that reason."""
     by_name = {e.get("name"): e for e in fresh}
     shown = []
     for entry in public:
         e = copy.deepcopy(entry)
         f = by_name.get(entry.get("name"))
+        if f is not None and _scored_as(f) != _scored_as(entry):
+            f = None  # resubmitted since the build (other code or parameters): that fresh score is not its own
         e["score_public"], e["score_gpu_public"] = entry.get("score"), entry.get("score_gpu")
         if f is None:
             if e.get("status") == "ok":
@@ -111,6 +115,14 @@ def with_fresh(public: Sequence[dict], fresh: Sequence[dict]) -> list[dict]:
         shown.append(e)
     _flag(shown)
     return shown
+
+
+def _scored_as(entry: dict) -> tuple:
+    """What an entry's score is a score of: its source (a file by its content's hash, else by
+    name), its parameters and its code key: a fresh score belongs to a public one only when they agree."""
+    source = entry.get("source") if isinstance(entry.get("source"), dict) else {}
+    return (source.get("kind"), source.get("sha256") or source.get("name"),
+            json.dumps(entry.get("params") or {}, sort_keys=True, default=str), entry.get("code"))
 
 
 def _flag(entries: list[dict]) -> None:

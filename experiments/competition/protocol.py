@@ -29,8 +29,10 @@ from experiments.competition import child as child_side
 from experiments.competition.text import clean, clean_block
 from lookup.base import Draft
 
-#: what a disqualified entry's reason starts with
-KINDS = ("crash", "timeout", "total-time", "slow", "invalid", "exception", "load", "protocol", "disk", "unscorable")
+#: what a disqualified entry's reason starts with (``params``: its class refused its parameters, a
+#: slip ``submit`` reports without recording anything: ``child.BadParams``)
+KINDS = ("crash", "timeout", "total-time", "slow", "invalid", "exception", "load", "params", "protocol", "disk",
+         "unscorable")
 #: the largest JSON answer (start-up reports and errors); drafts are bounded by ``Limits.max_message``
 MAX_JSON = 1 << 16
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from experiments.competition.board import ORACLE, atomic_write, now, ranked
-from experiments.competition.text import clean, html_text
+from experiments.competition.text import clean, html_text, portable_refusal
 from experiments.competition.text import markdown as md
 from experiments.reporting import wandb_log as wl
 from experiments.reporting.summary import oracle_gain
@@ -67,6 +67,25 @@ def split_peers(entries: Sequence[dict]) -> tuple[list[dict], list[dict]]:
     return [e for e in entries if e.get("kind") != PEER], oracle + [e for e in entries if e.get("kind") == PEER]
 
 
+def standing(entries: Sequence[dict], name: str) -> tuple[int, int] | None:
+    """(rank, of how many) of entry ``name`` as the views number it in the '#' column: among the
+    board proper (:func:`split_peers`: the peers are ranked apart, in their own table), by
+    :func:`board.ranked`. None where it is not ranked (disqualified, or pending its fresh score).
+    ``submit`` prints this, so the rank it says is the rank ``show`` lists."""
+    _, ok, _ = ranked(split_peers(entries)[0])
+    return next(((i, len(ok)) for i, e in enumerate(ok, 1) if e.get("name") == name), None)
+
+
+def public_standing(entries: Sequence[dict], name: str) -> tuple[int, int] | None:
+    """(rank, of how many) of entry ``name`` by public score, among the board proper's entries that
+    have one (scored, or pending their fresh score): where an entry submitted since the last build
+    stands until that build ranks it by fresh cases (``show`` lists it so under "not scored on
+    fresh cases yet", and ``submit`` says the same). None where it has no public score."""
+    pool = [{**e, "status": "ok", "score": e.get("score_public")} for e in split_peers(entries)[0]
+            if e.get("status") in ("ok", "pending") and isinstance(e.get("score_public"), (int, float))]
+    return standing(pool, name)
+
+
 def best_against_peers(entries: Sequence[dict], esc: Callable[[object], str] = clean) -> tuple[list[str], list[list]]:
     """Per task group: our best entry (baselines and submissions) and the best peer, by estimated
     speedup (CPU profile), and the ratio of the two."""
@@ -105,14 +124,16 @@ def main_rows(entries: Sequence[dict], esc: Callable[[object], str] = clean) -> 
     fresh = has_fresh(entries)
     headers = ["#", "entry", "kind", *(["fresh CPU (ranks)", "public CPU"] if fresh else ["est. speedup CPU"]),
                "public CPU cross-fitted" if fresh else "CPU cross-fitted",
-               "est. speedup GPU", *(["tau (public)", "of oracle gain (fresh)", "drafter µs/step (public)"] if fresh
-                                     else ["tau", "of oracle gain", "drafter µs/step"]), "notes"]
+               "est. speedup GPU (flat track)", *(["tau (public)", "of oracle gain (fresh)",
+                                                   "drafter µs/step (sandbox CPU, public)"] if fresh
+                                                  else ["tau", "of oracle gain", "drafter µs/step (sandbox CPU)"]),
+               "notes"]
     public = (lambda e: [_x(e.get("score_public"))]) if fresh else (lambda e: [])
     rows, order = [], []
     if oracle:
         aware = oracle.get("score_cost_aware")
         note = "knows the answer, drafts exactly the accepted run" + (
-            f"; cost-aware: {_x(aware)} CPU" if aware else "")
+            f"; cost-aware: {_x(aware)} CPU" + (" on the fresh cases" if fresh else "") if aware else "")
         rows.append(["-", ORACLE, "ceiling", _x(oracle.get("score")), *public(oracle), "-", _x(oracle.get("score_gpu")),
                      _f(oracle.get("tau")), "100%", "-", note])
         order.append(oracle)
@@ -124,6 +145,80 @@ def main_rows(entries: Sequence[dict], esc: Callable[[object], str] = clean) -> 
                      _f(e.get("drafter_us_per_step"), 0), esc(_notes(e))])
         order.append(e)
     return headers, rows, order
+
+
+def track_of(entry: dict, track: str) -> dict | None:
+    """An entry's scores on GPU track ``track`` (``entry["tracks"][track]``: its run planned and priced
+    under that track's profile) where it scored there, else None."""
+    scores = (entry.get("tracks") or {}).get(track) if isinstance(entry.get("tracks"), dict) else None
+    ok = isinstance(scores, dict) and scores.get("status", "ok") == "ok"
+    return scores if ok and isinstance(scores.get("score"), (int, float)) else None
+
+
+def track_names(entries: Sequence[dict]) -> list[str]:
+    """The GPU tracks the oracle was scored on, in its order (none on a board from before tracks)."""
+    oracle = next((e for e in entries if e.get("kind") == "oracle"), None)
+    return list((oracle or {}).get("tracks") or {})
+
+
+def track_ranking(entries: Sequence[dict], track: str) -> list[dict]:
+    """Every entry (ours and the peers alike) scored on ``track``, best first (by name on a tie)."""
+    scored = [e for e in entries if e.get("kind") != "oracle" and track_of(e, track) is not None]
+    return sorted(scored, key=lambda e: (-track_of(e, track)["score"], str(e.get("name"))))
+
+
+def track_rows(entries: Sequence[dict], track: str,
+               esc: Callable[[object], str] = clean) -> tuple[list[str], list[list]]:
+    """(headers, rows) of one GPU track: the oracle, then every entry by its score there, with its
+    share of that track's oracle gain overall and per task group."""
+    oracle = track_of(next((e for e in entries if e.get("kind") == "oracle"), {}), track) or {}
+    groups = sorted(oracle.get("groups") or {})
+
+    def cells(scores: dict) -> list[str]:
+        out = []
+        for g in groups:
+            mine = (scores.get("groups") or {}).get(g, {}).get("est_speedup")
+            gain = oracle_gain(mine, oracle["groups"][g].get("est_speedup"))
+            out.append("-" if mine is None else f"{_x(mine)} ({'-' if gain is None else f'{100 * gain:.0f}%'})")
+        return out
+
+    def share(value) -> str:
+        return "-" if value is None else f"{100 * value:.0f}%"
+
+    topk = oracle.get("score_topk")
+    headers = ["#", "entry", "kind", "est. speedup", "of oracle gain", "of top-k bound gain",
+               *[f"{g} (of oracle gain)" for g in groups]]
+    rows = [["-", ORACLE, "ceiling", _x(oracle.get("score")), "100%", share(oracle_gain(oracle.get("score"), topk)),
+             *cells(oracle)]] if oracle else []
+    if topk is not None:
+        topk_cells = [_x(oracle["groups"][g].get("est_speedup_topk")) for g in groups]
+        rows.append(["-", "oracle + top-k", "bound", _x(topk), "-", "100%", *topk_cells])
+    for rank, e in enumerate(track_ranking(entries, track), 1):
+        scores = track_of(e, track)
+        rows.append([str(rank), esc(e.get("name")), esc(e.get("kind", "?")), _x(scores["score"]),
+                     share(oracle_gain(scores["score"], oracle.get("score"))), share(oracle_gain(scores["score"], topk)),
+                     *cells(scores)])
+    return headers, rows
+
+
+def track_lines(entries: Sequence[dict], info: dict, esc: Callable[[object], str] = clean,
+                markdown: bool = False, only: str | None = None) -> list[str]:
+    """The GPU tracks (or track ``only``), one table each, with the profile behind it and which
+    entry to pick there."""
+    lines: list[str] = []
+    profiles = info.get("tracks") or {}
+    for track in [t for t in track_names(entries) if only is None or t == only]:
+        ranking = track_ranking(entries, track)
+        ours = [e for e in ranking if e.get("kind") != PEER]
+        about = profiles.get(track) or {}
+        lines += ["", f"{'### ' if markdown else ''}track {esc(track)}: {esc(about.get('model', '?'))}"
+                  f" on {esc(about.get('device', '?'))}, one-token forward {_f(about.get('forward_ms_1'), 1)} ms,"
+                  f" drafts of up to {esc(about.get('draft_budget', '?'))} nodes",
+                  "", render(*track_rows(entries, track, esc), markdown=markdown)]
+        if ours:
+            lines += ["", f"pick on this track: {esc(ours[0].get('name'))}"
+                      f" ({_x(track_of(ours[0], track)['score'])})"]
+    return lines
 
 
 #: what the cross-fitted column says, under the Markdown board
@@ -198,8 +293,12 @@ def _fresh_line(link) -> str:
             f"; public scores beside them. Make them again: `python experiments/leaderboard.py check-fresh`")
 
 
-def text_board(entries: Sequence[dict], info: dict) -> str:
-    """What ``show`` prints (every text cleaned: no control character reaches the terminal)."""
+def text_board(entries: Sequence[dict], info: dict, track: str | None = None) -> str:
+    """What ``show`` prints (every text cleaned: no control character reaches the terminal); with a GPU
+    ``track``, that track's ranking instead."""
+    if track is not None:
+        return "\n".join([clean(line, 1000) for line in _benchmark_lines(info) if line]
+                         + track_lines(entries, info, clean, markdown=False, only=track))
     entries, peers = split_peers(entries)
     _, _, dq = ranked(entries)
     headers, rows, _ = main_rows(entries)
@@ -210,8 +309,11 @@ def text_board(entries: Sequence[dict], info: dict) -> str:
               render(gh, grows)]
     dq, pending = split_pending(dq)
     if pending:
+        public = {e.get("name"): public_standing(entries, e.get("name")) for e in pending}
         parts += ["", "not scored on fresh cases yet (public score only, not ranked):"] + [
             f"  {clean(e.get('name'), 48)}: public {_x(e.get('score_public'))}" + (
+                f" (#{public[e.get('name')][0]} of {public[e.get('name')][1]} by public score)"
+                if public[e.get("name")] else "") + (
                 f"; {clean('; '.join(e.get('flags') or []), 300)}" if e.get("flags") else "") for e in pending]
     if dq:
         parts += ["", "disqualified:"] + [f"  {clean(e.get('name'), 48)}: {clean(e.get('reason'), 500)}" for e in dq]
@@ -233,6 +335,12 @@ def entry_details(entry: dict, oracle: Sequence[dict], info: dict) -> str:
                 for g, s in cross["groups"].items() if isinstance(s, dict)]
         parts += ["", f"{clean(entry.get('name'), 48)} cross-fitted (each half of the public cases with a fit made on "
                       "the other half; docs/acceptance.md):", render(["group", "in sample", "cross-fitted"], rows)]
+    attempts = [a for a in entry.get("attempts") or [] if isinstance(a, dict)] \
+        if isinstance(entry.get("attempts"), list) else []
+    if attempts:
+        parts += ["", f"submissions of {clean(entry.get('name'), 48)}, oldest first (a resubmission never replaces "
+                      "a better entry of its name: the board keeps the best):"] + [
+            "  " + attempt_line(a, entry) for a in attempts]
     gap = entry.get("oracle_gap")
     if isinstance(gap, dict) and gap:
         try:
@@ -243,6 +351,22 @@ def entry_details(entry: dict, oracle: Sequence[dict], info: dict) -> str:
             parts += ["", f"where {clean(entry.get('name'), 48)} loses time against the cost-aware oracle "
                           "(share of its gap, decoding phase):", loss_table(losses)]
     return "\n".join(parts)
+
+
+def attempt_line(attempt: dict, entry: dict) -> str:
+    """One submission an entry lists (``board.attempt_of``), cleaned: when, its score or why it
+    failed, its parameters and file; "(on the board)" for the one the entry is."""
+    source = attempt.get("source") if isinstance(attempt.get("source"), dict) else {}
+    what = (f"{_x(attempt.get('score'))} CPU (public)" if attempt.get("status") == "ok"
+            else f"disqualified -- {clean(attempt.get('reason'), 300)}")
+    params = attempt.get("params") if isinstance(attempt.get("params"), dict) else {}
+    given = ":".join(f"{clean(k, 40)}={clean(repr(v), 40)}" for k, v in list(params.items())[:8])
+    file = source.get("display") or source.get("name")
+    sha = source.get("sha256") if isinstance(source.get("sha256"), str) else ""
+    bits = [clean(attempt.get("time"), 40), what, *([f"--params {given}"] if given else []),
+            *([f"{clean(file, 80)}" + (f" ({clean(sha[:12], 12)})" if sha else "")] if file else [])]
+    here = attempt.get("time") is not None and attempt.get("time") == entry.get("time")
+    return "; ".join(bits) + ("  (on the board)" if here else "")
 
 
 def _loss(fields) -> Loss:
@@ -277,7 +401,11 @@ def markdown(entries: Sequence[dict], info: dict) -> str:
         " under the CPU profile (forward cost by tokens verified, plus the drafter's own CPU time, reset"
         " included, as the parent measured it)" + (", on the fresh cases made at the build; the public"
         " benchmark's score beside it, and the other columns and tables of the public benchmark" if has_fresh(entries)
-        else "") + ". *of oracle gain* = (score - 1) / (oracle - 1). " + CROSS_FITTED_NOTE,
+        else "") + ". *of oracle gain* = (score - 1) / (oracle - 1). *drafter µs/step (sandbox CPU)*: the"
+        " sandboxed process's CPU time per step as the parent measured it, its handling of each request included"
+        " (`plain`'s figure is that handling alone); `compare.py` shows the in-process wall time, less. *est."
+        " speedup GPU (flat track)*: the entry replayed again planning for the flat GPU profile (## GPU tracks). "
+        + CROSS_FITTED_NOTE,
         "",
         render(headers, rows, markdown=True),
         "",
@@ -297,6 +425,13 @@ def markdown(entries: Sequence[dict], info: dict) -> str:
                   " same oracle.", "", render(ph, prows, markdown=True), "", render(pgh, pgrows, markdown=True),
                   "", "Per task group, our best entry against the best peer (estimated speedup, CPU profile):", "",
                   render(*best_against_peers(everything, md), markdown=True)]
+    if track_names(everything):
+        lines += ["", "## GPU tracks", "",
+                  "Each entry replayed again per track, its cost-aware drafters planning under the track's profile"
+                  " (`docs/hardware.md`) with drafts of up to 63 nodes, and priced under it; the oracle's runs are"
+                  " priced the same way. Ours and the peers in one ranking; *of oracle gain* per track and group."
+                  + (" On the public benchmark's cases." if has_fresh(entries) else ""),
+                  *track_lines(everything, info, md, markdown=True)]
     dq, pending = split_pending(dq)
     if pending:
         lines += ["", "## Not scored on fresh cases yet", "", "Submitted since the last build: public score only, not"
@@ -314,7 +449,7 @@ def markdown(entries: Sequence[dict], info: dict) -> str:
                   "What the sandbox refused (a PermissionError inside the submission; the entry is scored on what it"
                   " drafted):", ""]
         for e in refused:
-            shown = "; ".join(md(r, 200) for r in list(e.get("refused") or [])[:8])
+            shown = "; ".join(md(portable_refusal(r), 200) for r in list(e.get("refused") or [])[:8])
             lines.append(f"- **{md(e.get('name'), 48)}** ({md(e['refused_count'], 20)}): {shown}")
     verified = [e for e in ok if e.get("verify")]
     if verified:
@@ -330,7 +465,8 @@ def markdown(entries: Sequence[dict], info: dict) -> str:
 def board_json(entries: Sequence[dict], info: dict) -> dict:
     """leaderboard.json: the same numbers as the tables, machine-readable."""
     oracle, ok, dq = ranked(entries)
-    keep = ("name", "kind", "score", "score_gpu", "score_public", "score_gpu_public", "cross_fitted", "flags", "stream",
+    keep = ("name", "kind", "score", "score_gpu", "score_public", "score_gpu_public", "cross_fitted", "tracks", "flags",
+            "stream",
             "beyond_share",
             "tau", "drafter_us_per_step", "rt_us_per_step", "reset_ms_per_case",
             "groups", "source", "params", "refused_count", "refused", "isolation", "full_isolation", "eval_s", "verify",
@@ -341,13 +477,19 @@ def board_json(entries: Sequence[dict], info: dict) -> dict:
         out = {k: e[k] for k in keep if k in e}
         out.update({k: clean(e[k], n) for k, n in texts.items() if k in e})
         if "refused" in e:
-            out["refused"] = [clean(r, 200) for r in list(e["refused"] or [])[:20]]
+            out["refused"] = [clean(portable_refusal(r), 200) for r in list(e["refused"] or [])[:20]]
         return out
 
     return {
         "benchmark": info, "generated": now(),
         "oracle": slim(oracle) if oracle else None,
         "ranking": [{"rank": i, **slim(e), "of_oracle_gain": _gain(e, oracle)} for i, e in enumerate(ok, 1)],
+        "tracks": {track: [{"rank": i, "name": clean(e.get("name"), 48), "kind": clean(e.get("kind"), 20),
+                            "score": track_of(e, track)["score"],
+                            "of_oracle_gain": oracle_gain(track_of(e, track)["score"],
+                                                          (track_of(oracle or {}, track) or {}).get("score"))}
+                           for i, e in enumerate(track_ranking(entries, track), 1)]
+                   for track in track_names(entries)},
         "disqualified": [{**{k: v for k, v in slim(e).items() if k in ("name", "kind", "refused", "source", "isolation")},
                           "reason": clean(e.get("reason"), 500)} for e in dq],
     }

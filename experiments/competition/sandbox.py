@@ -62,8 +62,9 @@ from experiments.competition.text import clean
 from experiments.running.replay import DRAFT_BUDGET, replay_case
 from experiments.running.serving import serve_traces
 from lookup.base import MAX_TOP, Draft, Drafter
+from lookup.cost import CostProfile
 from lookup.errors import PLDError
-from lookup.files import file_drafter_name
+from lookup.files import compile_source, file_drafter_name
 from lookup.registry import ENTRY_POINT_GROUP, unknown_name
 
 CHILD_SCRIPT = Path(child_side.__file__).resolve()
@@ -116,6 +117,10 @@ class Submission:
             raise PLDError(f"{path} is not a Python file (.py)")
         if path.stat().st_size > SUBMISSION_MAX_BYTES:
             raise PLDError(f"{path} is over {SUBMISSION_MAX_BYTES >> 20} MiB; a submission is one lookup function")
+        try:  # a syntax error is one line now, in compare.py's words; parsed only, nothing of it runs here
+            compile_source(path.read_bytes(), display or path, only_ast=True)
+        except (RecursionError, MemoryError):  # nested past the parser's patience: the child's compile says so
+            pass
         return cls(name or file_drafter_name(path),
                    {"kind": "file", "path": str(path.resolve()), "display": display or path.name}, params or {})
 
@@ -228,8 +233,15 @@ class Sandbox:
     def __init__(self, submission: Submission, vocab_size: int, limits: Limits = Limits(),
                  deny: Sequence[str | Path] = (), landlock: bool = True, audit_hook: bool = True,
                  seccomp: bool = True, bwrap: bool = True, require_isolation: bool = False,
-                 stream: bool = False, public: bool = True) -> None:
+                 stream: bool = False, public: bool = True, vocab: Sequence[str] | None = None,
+                 profile: CostProfile | None = None) -> None:
         self.submission, self.vocab_size, self.limits = submission, int(vocab_size), limits
+        # the cost profile the entry is scored under, sent with the hello: the child hands it to a
+        # cost-aware drafter (Drafter.uses_profile) that was not given one, as compare.py does
+        self.profile = None if profile is None else json.loads(profile.to_json())
+        # the vocabulary's strings (the benchmark's vocab.json.gz), sent once with the hello: the child
+        # hands them to an entry that asks (Drafter.wants_vocab), which never reads a file for them
+        self.vocab = None if vocab is None else tuple(vocab)
         # stream: one case process serves every sequence with one drafter (an entry with a history
         # across requests); otherwise each sequence gets a case process of its own
         self.stream = stream
@@ -391,7 +403,8 @@ class Sandbox:
             "read_roots": reads, "hidden_roots": hidden, "list_roots": isolation.list_paths(), "write_root": home,
             "deny_roots": self.deny, "devices": [d for d in isolation.DEVICES if os.path.exists(d)],
             "refusal_fd": self._refusal_fd, "landlock": self.landlock, "seccomp": self.seccomp,
-            "audit_hook": self.audit_hook, "stream": self.stream, **preloads(self.submission),
+            "audit_hook": self.audit_hook, "stream": self.stream, "vocab": self.vocab, "profile": self.profile,
+            **preloads(self.submission),
         }
         data = self._exchange(hello, deadline, "start-up", self._late_start())
         reply = json_answer(data)
@@ -460,7 +473,7 @@ class Sandbox:
         self._layers_reported(self._exchange(None, deadline, "start-up", self._late_start()))
         data = self._exchange(("load",), deadline, "start-up", self._late_start())
         reply = json_answer(data)
-        error = error_in(reply, ("load", "exception"))
+        error = error_in(reply, ("load", "params", "exception"))
         if error is not None:
             self.kill()
             raise error
@@ -912,25 +925,28 @@ class Evaluation:
 
 def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequence[str | Path] = (),
              landlock: bool = True, progress: Callable[[], None] | None = None,
-             require_isolation: bool = False, stream: bool = False, public: bool = True) -> Evaluation:
+             require_isolation: bool = False, stream: bool = False, public: bool = True,
+             profile: CostProfile | None = None, draft_budget: int = DRAFT_BUDGET) -> Evaluation:
     """Replay ``submission`` over every case of ``sets`` in one sandbox, each case in a process of
     its own; ``stream``: one drafter serves every case in the benchmark's order (``in_order``),
-    keeping what it learns; ``public``: the cases are public (see :class:`Sandbox`). Never raises
-    Disqualified."""
+    keeping what it learns; ``public``: the cases are public (see :class:`Sandbox`); ``profile``:
+    the cost profile the cases are priced and a cost-aware drafter plans under (None: each set's
+    own); ``draft_budget``: the most draft nodes per step. Never raises Disqualified."""
     vocab = max((c.vocab_size for s in sets for c in s.cases), default=0)
     if not vocab:
         raise PLDError("the trace sets hold no cases")
     deny = [*deny, *{str(Path(s.path).resolve().parent) for s in sets}]
     result = Evaluation(submission, stream=stream)
     t0 = time.perf_counter()
+    strings = next((s.vocab for s in sets if s.vocab is not None), None)  # read only from the parent's side
     box = Sandbox(submission, vocab, limits, deny, landlock, require_isolation=require_isolation, stream=stream,
-                  public=public)
+                  public=public, vocab=strings, profile=profile or (sets[0].profile if sets else None))
     try:
         with box:
             result.setup_s = box.setup_s
             # the box serves every case: a fresh drafter in it per case, or its one drafter for a stream
-            for trace_set, case, profile, _ in serve_traces(sets, lambda _profile: box, stream=stream):
-                out, rt = box.replay(case, profile)
+            for trace_set, case, priced, _ in serve_traces(sets, lambda _profile: box, stream=stream, profile=profile):
+                out, rt = box.replay(case, priced, draft_budget)
                 result.cases.append((trace_set, case, out))
                 result.round_trip_s += rt
                 if progress is not None:

@@ -23,13 +23,16 @@ from experiments.benchmarks.paths import portable_path
 from experiments.benchmarks.traces import TraceCase, benchmark_hash, shipped_folder
 from experiments.reporting.summary import est_speedup_of, geo_mean, summarize
 from experiments.running.oracle import ORACLE_CAP, cost_aware_oracle_times, oracle_steps
+from experiments.running.tracks import CPU_TRACK, GPU_TRACKS, TRACKS, Track, track_named  # noqa: F401 (the board's tracks)
 from experiments.running.rows import CaseResult, case_result
+from experiments.running.topk_oracle import topk_oracle_steps
 from lookup.cost import CostProfile
+from lookup.hardware import profile_named
 
 #: the large-GPU regime: verifying up to 64 tokens costs one forward of a 7B-class model on a big
-#: GPU, so that drafter microseconds weigh what they would weigh there
-GPU_FORWARD_S = 0.025
-GPU_PROFILE = CostProfile.flat(64, seconds=GPU_FORWARD_S, name="large GPU (flat up to 64 tokens)")
+#: GPU, so that drafter microseconds weigh what they would weigh there (lookup.hardware's ``flat``)
+GPU_PROFILE = profile_named("flat")
+GPU_FORWARD_S = GPU_PROFILE.cost(1)
 
 
 # -- which benchmark ---------------------------------------------------------------------------------
@@ -49,6 +52,8 @@ def benchmark_info(sets, folder) -> dict:
         "cpu_profile": {"model": cpu.model, "device": cpu.device, "forward_ms_1": 1e3 * cpu.cost(1),
                         "relative": {n: round(cpu.relative(n), 3) for n in (2, 4, 8, 16, 32, 64)}},
         "gpu_profile": {"model": GPU_PROFILE.model, "forward_ms_1": 1e3 * GPU_FORWARD_S, "flat_up_to": 64},
+        "tracks": {t.name: {"model": t.profile.model, "device": t.profile.device, "forward_ms_1": 1e3 * t.profile.cost(1, 1024),
+                            "draft_budget": t.draft_budget} for t in GPU_TRACKS},
     }
 
 
@@ -92,6 +97,47 @@ def entry_scores(cpu: Sequence[CaseResult], gpu: Sequence[CaseResult]) -> dict:
     }
 
 
+def track_scores(cases, spec: str, params: dict, profile: CostProfile, benchmark: str = "") -> dict:
+    """An entry's scores on one track, from its replayed ``cases`` (``(trace set, case,
+    GenerationResult)`` triples) priced under the track's ``profile``: score (geo-mean over groups),
+    per group the estimated speedup and tau, and pooled tau and drafter µs/step."""
+    common = dict(experiment=benchmark, code="", with_prefill=False, measured=False, keep_tokens=False)
+    rows = [case_result(case.case, case.category, case.turn, len(case.prompt), spec, params, out,
+                        profile=profile, **common) for _, case, out in cases]
+    scores = entry_scores(rows, rows)
+    return {"status": "ok", "score": scores["score"], "tau": scores["tau"],
+            "drafter_us_per_step": scores["drafter_us_per_step"],
+            "groups": {g: {"est_speedup": v["est_speedup"], "tau": v["tau"]} for g, v in scores["groups"].items()}}
+
+
+def _run_of(case: TraceCase, steps: list) -> GenerationResult:
+    """An oracle's steps over ``case`` as the run they make."""
+    tokens = list(case.output[: sum(s.committed for s in steps)])
+    stats = Stats(new_tokens=len(tokens), forwards=len(steps), drafted=sum(s.drafted for s in steps),
+                  accepted=sum(s.accepted for s in steps), steps=steps)
+    return GenerationResult(tokens, stats, stop_reason="eos" if tokens and tokens[-1] in case.eos else "length")
+
+
+def oracle_track(sets, profile: CostProfile, cap: int = ORACLE_CAP) -> dict:
+    """The oracle on one track: its score and per-group speedups under ``profile``, the cost-aware
+    oracle's (the ceiling of lookup under that profile), and the bound of a lookup drafter that also
+    reads the target's top-k rows (:mod:`experiments.running.topk_oracle`, ``*_topk``)."""
+    rows = [oracle_rows(case, profile, cap=cap) for s in sets for case in s.cases]
+    common = dict(experiment="", code="", with_prefill=False, measured=False, keep_tokens=False)
+    topk = [case_result(case.case, case.category, case.turn, len(case.prompt), "oracle+top-k", {"cap": cap},
+                        _run_of(case, topk_oracle_steps(case, profile, cap)), profile=profile, **common)
+            for s in sets for case in s.cases]
+    plain = entry_scores([r for r, _, _ in rows], [r for r, _, _ in rows])
+    best = entry_scores([b for _, _, b in rows], [b for _, _, b in rows])
+    known = entry_scores(topk, topk)
+    return {"status": "ok", "score": plain["score"], "score_cost_aware": best["score"], "tau": plain["tau"],
+            "score_topk": known["score"],
+            "groups": {g: {"est_speedup": v["est_speedup"], "tau": v["tau"],
+                           "est_speedup_cost_aware": best["groups"][g]["est_speedup"],
+                           "est_speedup_topk": known["groups"][g]["est_speedup"]}
+                       for g, v in plain["groups"].items()}}
+
+
 def replay_scores(cases, spec: str, params: dict, benchmark: str = "") -> dict:
     """:func:`entry_scores` of an entry's replayed ``cases``: ``(trace set, case, GenerationResult)``
     triples (an evaluation's), each priced under its set's CPU profile and the large-GPU one."""
@@ -110,11 +156,7 @@ def oracle_rows(case: TraceCase, profile: CostProfile, benchmark: str = "",
                 cap: int = ORACLE_CAP) -> tuple[CaseResult, CaseResult, CaseResult]:
     """The oracle on one case: its rows under the CPU and GPU profiles, and the cost-aware
     oracle's CPU row (the same steps, priced at the cost-aware ceiling)."""
-    steps = oracle_steps(case, profile, cap)
-    tokens = list(case.output[: sum(s.committed for s in steps)])
-    stats = Stats(new_tokens=len(tokens), forwards=len(steps), drafted=sum(s.drafted for s in steps),
-                  accepted=sum(s.accepted for s in steps), steps=steps)
-    out = GenerationResult(tokens, stats, stop_reason="eos" if tokens and tokens[-1] in case.eos else "length")
+    out = _run_of(case, oracle_steps(case, profile, cap))
     cpu, gpu = board_rows(case, "oracle", {"cap": cap}, out, profile, benchmark)
     plain, best = cost_aware_oracle_times(case, profile, cap)
     return cpu, gpu, dataclasses.replace(cpu, est_plain_s=plain, est_run_s=best)

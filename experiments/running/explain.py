@@ -21,9 +21,12 @@ to one part:
 * ``short``: an accepted run shorter than the oracle's best cut at that position;
 * ``beyond``: steps that accepted more than any run of the context holds (sources other than
   lookup, such as the target's top-k); negative where that beats the oracle;
-* ``drafter``: the drafter's own time (propose, extend, observe).
+* ``drafter``: the drafter's own time (propose, extend, observe, and its reset), and the dearer
+  prefill of a drafter that reads the target's top-k rows, beyond plain decoding's.
 
-All figures rate the decoding phase (every method pays the same prefill), as the board does.
+All figures rate the decoding phase (every method pays the same prefill), and the run is priced as
+its row is (:func:`experiments.running.rows.run_times`), as the board prices it: a group's speedup
+here is its ``decode speedup`` (``experiments.reporting.summary``).
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ from experiments.benchmarks.prompts import ALL, group_of
 from experiments.benchmarks.traces import TraceCase, TraceSet
 from experiments.running.methods import parse_method
 from experiments.running.hindsight import Signal, rank_auc, with_hindsight
-from experiments.running.oracle import ORACLE_CAP, OraclePlan, cost_aware_plan, sequence_of
-from experiments.running.replay import replay_case
+from experiments.running.oracle import ORACLE_CAP, OraclePlan, cost_aware_plan, oracle_gain, sequence_of
+from experiments.running.replay import DRAFT_BUDGET, replay_case
+from experiments.running.rows import run_times
 from experiments.running.serving import serve_traces
 from lookup.cost import CostProfile
 
@@ -72,9 +76,9 @@ class Loss:
 
     @property
     def share_of_oracle_gain(self) -> float | None:
-        """(speedup - 1) / (oracle speedup - 1), None when the oracle gains nothing."""
-        o = self.oracle_speedup
-        return (self.speedup - 1) / (o - 1) if o > 1 else None
+        """(speedup - 1) / (oracle speedup - 1) (:func:`experiments.running.oracle.oracle_gain`): None
+        when the oracle gains next to nothing."""
+        return oracle_gain(self.speedup, self.oracle_speedup)
 
     def add(self, other: "Loss") -> None:
         self.plain += other.plain
@@ -110,9 +114,11 @@ def explain_case(case: TraceCase, result: GenerationResult, profile: CostProfile
         waste_part, progress_part = step_part(plan, pos, step.drafted, step.committed)
         loss.parts[waste_part] += step_s - kept
         loss.parts[progress_part] += kept + plan.best[pos + step.committed] - plan.best[pos]
-        loss.parts["drafter"] += step.drafter_s
         forward += step_s
-    loss.run = forward + loss.parts["drafter"]
+    # the run's time as its row has it: the forwards above, the drafter's time in and outside the
+    # steps (reset), and a top-k reader's dearer prefill; all but the forwards are the drafter's
+    loss.run = run_times(result, profile, with_prefill=False)[1]
+    loss.parts["drafter"] = loss.run - forward
     return loss
 
 
@@ -129,9 +135,11 @@ def pool_losses(runs: Iterable[tuple[TraceCase, GenerationResult, CostProfile]],
 
 
 def explain(sets: Sequence[TraceSet], spec: str, profile: CostProfile | None = None,
-            cap: int = ORACLE_CAP, progress=None, stream: bool = False, hindsight: str | None = None) -> dict[str, Loss]:
+            cap: int = ORACLE_CAP, progress=None, stream: bool = False, hindsight: str | None = None,
+            draft_budget: int = DRAFT_BUDGET) -> dict[str, Loss]:
     """Replay drafter ``spec`` on every case of ``sets`` and decompose its gap to the oracle
-    (:func:`pool_losses`), under ``profile`` (default: each trace set's own).
+    (:func:`pool_losses`), under ``profile`` (default: each trace set's own), with at most
+    ``draft_budget`` draft nodes a step (a track's: :mod:`experiments.running.tracks`).
 
     ``stream``: one drafter serves every case in the benchmark's order, as ``--stream`` replays do
     (a drafter with a history learns from earlier cases). ``hindsight``: wrap the drafter for that
@@ -145,7 +153,7 @@ def explain(sets: Sequence[TraceSet], spec: str, profile: CostProfile | None = N
         for _, case, priced, drafter in serve_traces(sets, method.make, stream=stream, profile=profile):
             if hindsight is not None:
                 drafter = with_hindsight(drafter, sequence_of(case), hindsight, priced)
-            yield case, replay_case(case, drafter, priced), priced
+            yield case, replay_case(case, drafter, priced, draft_budget), priced
             for group in (group_of(case.category, case.case, case.turn), ALL):
                 readings[group].extend(drafter.readings if isinstance(drafter, Signal) else ())
             if progress is not None:

@@ -17,15 +17,15 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from tqdm import tqdm
-
 import decoding
 import lookup
 from decoding.generate import GenerationResult
 from decoding.trace_target import TraceTarget
-from experiments.benchmarks.traces import TraceCase, TraceSet, benchmark_hash, in_order, load_trace_sets, prompt_of
+from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, first_prompts, in_order,
+                                          load_trace_sets)
 from experiments.running.cases import check_prompts
 from experiments.running.methods import REFERENCES, DrafterMethod, parse_method
+from experiments.running.progress import progress_bar
 from experiments.running.rows import CaseResult, case_result
 from experiments.running.serving import serve_traces
 from experiments.running.store import ResultStore, code_key, config_hash, git_sha, reusable
@@ -85,10 +85,11 @@ def check_top_rows(sets: Sequence[TraceSet], methods: Sequence[DrafterMethod]) -
 
 
 def replay_row(case: TraceCase, method: DrafterMethod, profile: CostProfile, *, experiment: str, code: str,
-               config: dict | None = None, drafter: lookup.Drafter | None = None) -> CaseResult:
+               config: dict | None = None, drafter: lookup.Drafter | None = None,
+               draft_budget: int = DRAFT_BUDGET) -> CaseResult:
     """One drafter on one trace, as a row priced under ``profile`` (a fresh drafter unless one is
     given: the stream's, which keeps what earlier cases taught it)."""
-    out = replay_case(case, drafter or method.make(profile), profile)
+    out = replay_case(case, drafter or method.make(profile), profile, draft_budget)
     return case_result(case.case, case.category, case.turn, len(case.prompt), method.spec, method.params(),
                        out, profile=profile, experiment=experiment, code=code, measured=False,
                        keep_tokens=False, config=config, git_sha=git_sha())
@@ -122,8 +123,9 @@ class ReplayComparison:
     """
 
     def __init__(self, sets: Sequence[TraceSet], specs: Sequence[str], results_dir: str | Path | None = "results",
-                 fresh: bool = False, profile: CostProfile | None = None, stream: bool = False) -> None:
-        self.sets, self.profile, self.stream = in_order(sets), profile, stream
+                 fresh: bool = False, profile: CostProfile | None = None, stream: bool = False,
+                 draft_budget: int = DRAFT_BUDGET) -> None:
+        self.sets, self.profile, self.stream, self.draft_budget = in_order(sets), profile, stream, draft_budget
         _check_unique_cases(self.sets)
         self.methods = replay_methods(specs)
         check_top_rows(self.sets, self.methods)
@@ -132,7 +134,8 @@ class ReplayComparison:
         # the traces' contents, not only their names: re-recorded traces are another benchmark
         self.config = {"replay": True, "benchmark": benchmark_hash(self.sets),
                        "traces": [f"{s.path.name}:{len(s.cases)}" for s in self.sets],
-                       "profile": profiles[0].model if profiles else None, **({"stream": True} if stream else {})}
+                       "profile": profiles[0].model if profiles else None, **({"stream": True} if stream else {}),
+                       **({"draft_budget": draft_budget} if draft_budget != DRAFT_BUDGET else {})}
         self.experiment = config_hash(self.config)
         self.codes = {m.spec: code_key(m.make(profiles[0] if profiles else None),
                                        profile=profiles[0] if profiles else None) for m in self.methods}
@@ -145,7 +148,8 @@ class ReplayComparison:
         return self.profile or trace_set.profile
 
     @classmethod
-    def from_args(cls, args, method_specs: Sequence[str]) -> "ReplayComparison":
+    def from_args(cls, args, method_specs: Sequence[str], profile: CostProfile | None = None,
+                  draft_budget: int = DRAFT_BUDGET) -> "ReplayComparison":
         check_prompts(args.prompts)
         sets = load_trace_sets(args.traces)
         if args.tasks:
@@ -154,11 +158,10 @@ class ReplayComparison:
                 if task not in have:
                     raise PLDError(f"{unknown_name('task', task, have)} (in the traces)")
             sets = [s for s in sets if s.task in parse_list(args.tasks)]
-        if not args.full:  # the quick subset: the first --prompts cases of each task (turns kept together)
-            for s in sets:
-                keep = list(dict.fromkeys(prompt_of(c.case) for c in s.cases))[: args.prompts]
-                s.cases = [c for c in s.cases if prompt_of(c.case) in keep]
-        return cls(sets, method_specs, args.results, fresh=args.fresh, stream=getattr(args, "stream", False))
+        if not args.full:  # the quick subset: the first --prompts prompts of each task (turns kept together)
+            sets = first_prompts(sets, args.prompts)
+        return cls(sets, method_specs, args.results, fresh=args.fresh, stream=getattr(args, "stream", False),
+                   profile=profile, draft_budget=draft_budget)
 
     def run(self, progress: bool = True) -> None:
         t0 = time.perf_counter()
@@ -167,14 +170,14 @@ class ReplayComparison:
         # earlier cases left); per request, a case with a current row is not replayed
         kept = 0 if self.stream else sum((c.case, m.spec) in self.rows
                                          for m in self.methods for s in self.sets for c in s.cases)
-        with tqdm(total=total, initial=kept, desc="replay", unit="case", disable=not progress,
-                  dynamic_ncols=True) as bar:
+        with progress_bar(total, "replay", initial=kept, enabled=progress) as bar:
             for method in self.methods:
                 served = serve_traces(self.sets, method.make, stream=self.stream, profile=self.profile,
                                       needed=lambda case, spec=method.spec: (case.case, spec) not in self.rows)
                 for _, case, profile, drafter in served:
                     row = replay_row(case, method, profile, experiment=self.experiment,
-                                     code=self.codes[method.spec], config=self.config, drafter=drafter)
+                                     code=self.codes[method.spec], config=self.config, drafter=drafter,
+                                     draft_budget=self.draft_budget)
                     if (case.case, method.spec) not in self.rows and self.store is not None:
                         self.store.append(row)
                     self.rows[(case.case, method.spec)] = row

@@ -42,6 +42,10 @@ from lookup.acceptance.rates import DecayedRate
 from lookup.drafters.recycling_tree import best_first_tree
 from lookup.registry import create, register
 
+#: occurrences of the match whose continuations make the lookup part of the tree (``branches``):
+#: on the shipped benchmark planned and priced flat (up to 64 tokens per forward), 16 beat 1, 4 and 8
+#: (docs/hardware.md), and under the CPU profile the cut leaves the same score
+DEFAULT_BRANCHES = 16
 #: the chain's lookup drafter drafts as far as its match goes; the tree decides how much to use
 DEFAULT_BASE_PARAMS = {"max_tokens": 64, "length_rule": None}
 #: priors, worth ``PRIOR_STRENGTH`` observations: P(chain node right | the ones before right) and
@@ -70,12 +74,12 @@ class RecyclingDrafter(Drafter):
     def __init__(
         self,
         base: str | Drafter | None = "suffix-automaton",
-        max_nodes: int = 32,
+        max_nodes: int = 63,
         width: int = 8,
         profile: CostProfile | str | None = None,
         decay: float = 0.95,
         base_params: dict | None = None,
-        branches: int = 1,
+        branches: int | None = None,
     ) -> None:
         """
         Args:
@@ -92,12 +96,15 @@ class RecyclingDrafter(Drafter):
             branches: with more than 1, the lookup part is a tree of the continuations of up to
                 ``branches`` earlier occurrences of the match (``base`` by name, which must take a
                 ``branches`` parameter as ``suffix-automaton`` does), each sibling rank with an
-                acceptance of its own; worth it where forwards over a few dozen tokens cost about
-                one (a large GPU).
+                acceptance of its own: worth it where forwards over a few dozen tokens cost about
+                one (a large GPU; under a CPU profile the cut keeps what pays). None: ``DEFAULT_BRANCHES``
+                for ``suffix-automaton`` by name, else 1 (the base's own draft).
         """
         super().__init__()
         if max_nodes < 1 or not 1 <= width <= MAX_TOP or not 0.0 < decay <= 1.0:
             raise ValueError(f"max_nodes must be >= 1, width in [1, {MAX_TOP}] and decay in (0, 1]")
+        if branches is None:
+            branches = DEFAULT_BRANCHES if base == "suffix-automaton" and "branches" not in (base_params or {}) else 1
         if branches < 1:
             raise ValueError("branches must be >= 1")
         if isinstance(base, str):
@@ -266,7 +273,7 @@ class RecyclingDrafter(Drafter):
     def params(self) -> dict:
         base = None if self.base is None else {"name": self.base.name, **self.base.params()}
         return {"base": base, "max_nodes": self.max_nodes, "width": self.width, "decay": self.decay,
-                "cost_aware": self.profile is not None, **({"branches": self.branches} if self.branches > 1 else {})}
+                "cost_aware": self.profile is not None, "branches": self.branches}
 
 
 def _children(draft: Draft) -> dict[int, list[int]]:

@@ -32,7 +32,9 @@ import compare  # noqa: E402
 )
 def test_bad_input_is_one_line_and_exit_2(argv, match, capsys, tmp_path):
     code = compare.main([*argv, "--results", str(tmp_path)])
-    err = capsys.readouterr().err.strip()
+    # a busy machine is said first, in a line of its own (experiments.running.live): not the error's
+    lines = capsys.readouterr().err.strip().splitlines()
+    err = "\n".join(x for x in lines if not x.startswith("warning: machine busy"))
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith("error: ")
     assert match in err
@@ -77,7 +79,7 @@ def test_a_subcommands_options_are_suggested_for_a_wrong_flag_after_it(capsys):
 
 
 @pytest.mark.model
-def test_small_comparison_writes_rows_and_resumes(tmp_path, capsys, embedded, monkeypatch):
+def test_small_comparison_writes_rows_and_resumes(tmp_path, capsys, embedded, monkeypatch, live_profile):
     import decoding
 
     monkeypatch.setattr(decoding, "load_model", lambda *a, **k: embedded)
@@ -98,7 +100,8 @@ def test_small_comparison_writes_rows_and_resumes(tmp_path, capsys, embedded, mo
 
 
 @pytest.mark.model
-def test_a_live_stream_serves_every_case_with_one_drafter_and_runs_them_all_again(tmp_path, embedded, monkeypatch):
+def test_a_live_stream_serves_every_case_with_one_drafter_and_runs_them_all_again(tmp_path, embedded, monkeypatch,
+                                                                                  live_profile):
     import decoding
 
     monkeypatch.setattr(decoding, "load_model", lambda *a, **k: embedded)
@@ -177,3 +180,63 @@ def test_the_default_methods_run_each_drafter_once():
     assert "none" in methods and "plain" not in methods
     assert len({lookup.canonical(m) for m in methods}) == len(methods)
     assert set(lookup.available(peers=False)) <= {lookup.canonical(m) for m in methods}
+
+
+def two_group_traces(folder: Path) -> Path:
+    """Four toy cases in two task groups ("rep": repeats, easy to draft; "mix": less so)."""
+    from experiments.benchmarks.traces import TraceCase, append_case, trace_file
+
+    for k, (task, outputs) in enumerate((("rep", ([7] * 6 + [3, 4], [7] * 8)),
+                                         ("mix", ([5, 6, 5, 6, 1, 2, 3, 4], [9] * 8)))):
+        for i, out in enumerate(outputs):
+            append_case(trace_file(folder, task, 8), TraceCase(f"{task}/{i}", task, 1, [1, 2 + i + 2 * k, 7, 5, 6],
+                                                               out, [0.01] * 8, "toy", 16, [0], 8))
+    return folder
+
+
+def table_cell(out: str, section: str, method: str, header: str) -> str:
+    """The cell of ``method`` under ``header`` in the table of ``## section...`` of a report."""
+    block = out.split(f"## {section}", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    import re
+
+    names = re.split(r"\s{2,}", block[0].strip())
+    line = next(x for x in block[2:] if x.startswith(method + " "))
+    return dict(zip(names, re.split(r"\s{2,}", line.strip())))[header]
+
+
+def test_replay_and_explain_show_the_boards_score_under_one_name(tmp_path, capsys):
+    """compare.py --replay's score is the board's figure (geo-mean over groups of decode speedup), and
+    traces.py explain's score row is the same figure of the same replays; the pooled figures are named apart."""
+    from experiments import traces
+
+    folder = two_group_traces(tmp_path / "traces")
+    argv = ["--replay", "--full", "--traces", str(folder), "--drafters", "none,suffix-automaton",
+            "--results", str(tmp_path / "results"), "--wandb", "off"]
+    assert compare.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "## (all): pooled over every case; score over the task groups" in out
+    score = float(table_cell(out, "(all)", "suffix-automaton", "score"))
+    pooled = float(table_cell(out, "(all)", "suffix-automaton", "decode speedup"))
+    assert "score: the geometric mean of decode speedup over the task groups" in out
+    assert "est speedup: estimated from the cost profile, each prompt's prefill included" in out
+    assert "the cost-aware oracle (knows the answer; the ceiling of lookup) on these traces" in out
+    assert "warning: fewer than 10 cases in mix (2), rep (2)" in out
+
+    assert traces.main(["explain", "--traces", str(folder), "--drafters", "suffix-automaton", "--plot", ""]) == 0
+    explained = capsys.readouterr().out.splitlines()
+    row = next(x.split() for x in explained if x.startswith("score "))
+    assert float(row[2].rstrip("x")) == pytest.approx(score, abs=0.006)  # 3 digits in the table, 3 decimals here
+    pooled_row = next(x.split() for x in explained if x.startswith("(all) pooled"))
+    assert float(pooled_row[3].rstrip("x")) == pytest.approx(pooled, abs=0.006)
+
+
+def test_a_mistyped_drafter_fails_before_the_traces_load(tmp_path, capsys, monkeypatch):
+    from experiments.running import replay
+
+    def never(*_a, **_k):
+        raise AssertionError("the traces were loaded before the specs were checked")
+
+    monkeypatch.setattr(replay, "load_trace_sets", never)
+    assert compare.main(["--replay", "--drafters", "none,adaptve", "--results", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [err.strip()] and "did you mean 'adaptive'" in err

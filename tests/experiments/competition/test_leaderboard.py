@@ -209,23 +209,132 @@ def test_the_docs_example_is_the_example_file_and_at_most_40_lines():
     assert d.propose(3).tokens.tolist() == []
 
 
-def test_a_resubmission_that_fails_before_any_case_keeps_the_earlier_score(tmp_path, traces, capsys):
-    """A typo in --params (the constructor refuses it at start-up) is a mistake to fix, not a verdict:
-    the board keeps the entry's earlier score; --params takes key=value pairs as specs do."""
+BROKEN = """from lookup import Draft, Drafter
+
+
+class Broken(Drafter)
+    def propose(self, budget):
+        return Draft([])
+"""
+#: a drafter that raises at its first propose: disqualified (``exception``) before any case is scored
+RAISES = """from lookup import Drafter
+
+
+class Raises(Drafter):
+    def propose(self, budget):
+        raise ZeroDivisionError("boom")
+"""
+#: a constructor that tries a socket (refused, recorded) and then refuses its parameters
+SNEAKY = """import socket
+
+from lookup import Draft, Drafter
+
+
+class Sneaky(Drafter):
+    def __init__(self, **params):
+        super().__init__()
+        try:
+            socket.socket()
+        except OSError:
+            pass
+        raise TypeError(f"unexpected keyword arguments {sorted(params)}")
+
+    def propose(self, budget):
+        return Draft([])
+"""
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()} \
+        if folder.exists() else {}
+
+
+def test_submit_refuses_a_syntax_error_or_refused_params_in_one_line_and_records_nothing(tmp_path, traces, capsys):
+    """The board is not touched: a syntax error is found in the parent by parsing (nothing runs),
+    named in the user's file as compare.py names it; parameters the class refuses are found where it
+    is built, in the sandbox, by lookup.create's checks, with the close names."""
+    board = tmp_path / "board"
+    common = ["--board", str(board), "--traces", str(traces), "--name", "mine"]
+    broken = tmp_path / "my_entry.py"
+    broken.write_text(BROKEN)
+    assert cli.main(["submit", str(broken), *common]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {broken}: line 4: expected ':'"  # lookup.files.compile_source's words, one line
+    assert not board.exists()
+    # a first submission with a typo: one line with the close name; no board, no stored file
+    assert cli.main(["submit", str(EXAMPLE), "--params", "max_tokns=3", *common]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: drafter 'example_bigram.py': unknown parameter 'max_tokns'; did you mean "
+                          "'max_tokens'?") and "nothing recorded" in err and "\n" not in err
+    assert not board.exists()
+    assert cli.main(["submit", str(EXAMPLE), *common]) == 0
+    assert "holds no other scored entry to rank against" in capsys.readouterr().out  # a new board folder
+    before = _snapshot(board)
+    # a value of the wrong type, in JSON: one line; the scored entry and its folder stay exactly as they were
+    assert cli.main(["submit", str(EXAMPLE), "--params", '{"max_tokens": "eight"}', *common]) == 2
+    assert "max_tokens must be int, e.g. max_tokens=8 (the default); got 'eight'" in capsys.readouterr().err
+    assert _snapshot(board) == before
+
+
+def test_a_slip_that_had_an_operation_refused_is_recorded(tmp_path, traces, capsys):
+    """No entry hides a misdeed behind a parameter error: one that had an operation refused on the
+    way is recorded, disqualified, with what was refused."""
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text(SNEAKY)
+    assert cli.main(["submit", str(sneaky), "--params", "x=1", "--board", str(tmp_path / "board"),
+                     "--traces", str(traces)]) == 1
+    entry = {e["name"]: e for e in Board(tmp_path / "board").load()["entries"]}["sneaky"]
+    assert entry["status"] == "disqualified" and entry["reason"].startswith("params: ")
+    assert entry["refused_count"] >= 1
+
+
+def test_a_resubmission_never_replaces_a_better_entry_and_lists_the_attempt(tmp_path, traces, capsys):
     common = ["--board", str(tmp_path), "--traces", str(traces), "--name", "mine"]
     assert cli.main(["submit", str(EXAMPLE), *common]) == 0
     scored = {e["name"]: e for e in Board(tmp_path).load()["entries"]}["mine"]
-    assert scored["status"] == "ok"
-    assert "holds no other scored entry to rank against" in capsys.readouterr().out  # a new board folder
-    assert cli.main(["submit", str(EXAMPLE), "--params", "max_tokns=3", *common]) == 1
+    capsys.readouterr()
+    raises = tmp_path / "raises.py"
+    raises.write_text(RAISES)
+    assert cli.main(["submit", str(raises), *common]) == 1
     out = capsys.readouterr().out
-    # (on a benchmark that is not public, as this toy one, the board keeps no word of the entry's own)
-    assert "disqualified -- exception" in out and "keeps mine's earlier score (" in out
+    assert "mine: disqualified -- exception" in out
+    assert f"not recorded: the board keeps mine's better entry ({scored['score']:.3f}x" in out
+    assert re.search(r"rank 1 of 1 by score on the benchmark \w+, as `leaderboard.py show` lists it", out)
     kept = {e["name"]: e for e in Board(tmp_path).load()["entries"]}["mine"]
-    assert kept["status"] == "ok" and kept["score"] == scored["score"]
-    # a first submission that fails is recorded as it always was
-    assert cli.main(["submit", str(EXAMPLE), *common[:-1], "other", "--params", '{"max_tokns": 3}']) == 1
-    assert {e["name"]: e for e in Board(tmp_path).load()["entries"]}["other"]["status"] == "disqualified"
+    assert kept["status"] == "ok" and kept["score"] == scored["score"] and kept["time"] == scored["time"]
+    assert [a["status"] for a in kept["attempts"]] == ["ok", "disqualified"]
+    assert kept["attempts"][0]["score"] == scored["score"] and kept["attempts"][1]["source"]["display"] == "raises.py"
+    assert cli.main(["show", "mine", "--board", str(tmp_path), "--traces", str(traces)]) == 0
+    listed = capsys.readouterr().out.split("submissions of mine, oldest first")[1].splitlines()[1:3]
+    assert listed[0].endswith("example_bigram.py (" + scored["source"]["sha256"][:12] + ")  (on the board)")
+    assert "disqualified -- exception" in listed[1] and "raises.py" in listed[1]
+
+
+def test_a_scratch_board_ranks_against_the_committed_baselines_and_submit_says_shows_rank(
+        tmp_path, traces, sets, capsys, monkeypatch):
+    """`submit --board DIR` on a new folder copies the committed board's baselines and peers of the
+    benchmark; the rank it prints is the '#' `show` lists (the peers ranked apart, in their table)."""
+    info = benchmark_info(sets, traces.resolve())
+    committed = Board(tmp_path / "committed")
+    for name, score, kind in (("base-hi", 9.0, "baseline"), ("base-lo", 1.001, "baseline"),
+                              ("peer:hi", 8.0, "peer"), ("peer:lo", 1.0005, "peer")):
+        committed.record({**fake_entry(name, score, kind=kind), "benchmark": info["hash"]}, info)
+    committed.record({**fake_entry("other-benchmark", 5.0, kind="baseline")}, info)
+    monkeypatch.setattr(cli, "DEFAULT_BOARD", committed.folder)
+    scratch = tmp_path / "scratch"
+    assert cli.main(["submit", str(EXAMPLE), "--name", "mine", "--board", str(scratch), "--traces", str(traces)]) == 0
+    out = capsys.readouterr().out
+    assert f"copied the committed board's 4 baselines and peers" in out
+    rank = re.search(r"rank (\d+) of (\d+) by score on the benchmark", out)
+    assert rank and rank.group(2) == "3"  # mine and the two baselines: the peers are ranked apart
+    names = {e["name"] for e in Board(scratch).entries(info["hash"])}
+    assert {"base-hi", "base-lo", "peer:hi", "peer:lo", "mine", "oracle"} == names
+    assert cli.main(["show", "--board", str(scratch), "--traces", str(traces)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if re.match(r"\d+\s+mine\s", line))
+    assert row.split()[0] == rank.group(1)
+    # a second submission finds the baselines there: nothing copied again
+    assert cli.main(["submit", str(EXAMPLE), "--name", "mine2", "--board", str(scratch), "--traces", str(traces)]) == 0
+    assert "copied" not in capsys.readouterr().out
 
 
 def test_the_example_scores_in_the_sandbox_and_the_board_is_built(tmp_path, sets, capsys):
@@ -241,12 +350,12 @@ def test_the_example_scores_in_the_sandbox_and_the_board_is_built(tmp_path, sets
     board.record({**fake_entry("crashing", 0), "benchmark": info["hash"], "status": "disqualified",
                   "reason": "crash: the process killed by SIGSEGV during propose"})
     board.record({**fake_entry("baseline-x", 1.01, kind="baseline"), "benchmark": info["hash"],
-                  "refused_count": 2, "refused": ["open /secret"]})
+                  "refused_count": 2, "refused": ["open /proc/1/environ", "os.scandir /secret/traces"]})
     paths = render.write_outputs(board.entries(info["hash"]), info, tmp_path)
     assert [p.name for p in paths] == ["LEADERBOARD.md", "leaderboard.json", "index.html"]
     md = (tmp_path / "LEADERBOARD.md").read_text()
     assert "| - | oracle" in md and "example-bigram" in md and "killed by SIGSEGV" in md
-    assert "- **baseline-x** (2): open /secret" in md
+    assert "- **baseline-x** (2): open /proc/1/environ; os.scandir traces" in md  # no machine's folders
     data = json.loads((tmp_path / "leaderboard.json").read_text())
     assert data["benchmark"]["hash"] == info["hash"]
     assert [r["name"] for r in data["ranking"]] == sorted(

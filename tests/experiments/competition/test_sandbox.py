@@ -24,6 +24,7 @@ import lookup
 from experiments.benchmarks.traces import load_trace_sets
 from experiments.competition import child, isolation
 from experiments.competition.sandbox import Disqualified, Limits, Sandbox, SandboxedDrafter, Submission, evaluate
+from experiments.running.methods import parse_method
 from experiments.running.replay import replay_case
 from lookup.errors import PLDError
 
@@ -60,7 +61,9 @@ def test_sandboxed_replay_equals_in_process_replay(sets, name):
     assert ev.refused == []  # a built-in does nothing the sandbox refuses
     assert len(ev.cases) == sum(len(s.cases) for s in sets)
     for trace_set, case, out in ev.cases:
-        ref = replay_case(case, lookup.create(name), trace_set.profile)
+        # made as compare.py makes it: a cost-aware drafter (adaptive, recycling) gets the profile the
+        # case is priced under, which the sandbox hands its drafter too
+        ref = replay_case(case, parse_method(name).make(trace_set.profile), trace_set.profile)
         assert out.tokens == ref.tokens == case.output
         assert steps_of(out) == steps_of(ref)
         assert out.stats.tau == ref.stats.tau

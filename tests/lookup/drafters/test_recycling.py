@@ -15,7 +15,7 @@ import decoding
 import lookup
 from lookup.base import Draft, Drafter
 from lookup.cost import CPU_SMOLLM2, CostProfile
-from lookup.drafters.recycling import MAX_DEPTH, RecyclingDrafter
+from lookup.drafters.recycling import DEFAULT_BRANCHES, MAX_DEPTH, RecyclingDrafter
 
 
 def brute_force_probs(d: RecyclingDrafter, chain, last: int, limit: int) -> list[float]:
@@ -199,14 +199,17 @@ def test_branches_send_every_occurrences_continuation_and_learn_which_rank_is_ri
     assert d.chain_acceptance()[0] < 0.7 and d.params()["branches"] == 4
 
 
-def test_one_branch_is_the_chain_as_before():
-    prompt = [5, 6, 3, 0, 5, 6, 2, 0, 5, 6]
-    chain, tree = RecyclingDrafter(), RecyclingDrafter(branches=1)
+def test_branches_default_to_a_tree_for_the_suffix_automaton_and_to_the_base_s_draft_otherwise():
+    prompt = [5, 6, 3, 7, 5, 6, 2, 8, 5, 6]
+    chain, tree = RecyclingDrafter(branches=1), RecyclingDrafter()
     for d in (chain, tree):
         d.reset(prompt)
-    a, b = chain.propose(8), tree.propose(8)
-    assert a.tokens.tolist() == b.tokens.tolist() and a.parents.tolist() == b.parents.tolist()
-    assert "branches" not in tree.params()
+    assert tree.params()["branches"] == DEFAULT_BRANCHES and tree.base.params()["branches"] == DEFAULT_BRANCHES
+    assert chain.params()["branches"] == 1 and "branches" not in chain.base.params()
+    roots = lambda draft: sorted(int(t) for t, p in zip(draft.tokens, draft.parents) if p < 0)
+    # the chain copies one occurrence (here the earliest: the newest runs into the suffix), the tree both
+    assert roots(chain.propose(8)) == [3] and roots(tree.propose(8)) == [2, 3]
+    assert RecyclingDrafter(base=FixedDrafter([1])).params()["branches"] == 1
     with pytest.raises(ValueError):
         RecyclingDrafter(branches=0)
     with pytest.raises(ValueError):

@@ -1,0 +1,158 @@
+"""Tracks: every entry replayed once per GPU track, its cost-aware drafter planning under the track's
+profile (handed through the sandbox), each track with its own oracle, top-k bound and ranking."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from toys_competition import QUICK, make_trace_folder
+
+from experiments import leaderboard as cli
+from experiments.benchmarks.traces import load_trace_sets
+from experiments.competition import entries as lb
+from experiments.competition import render
+from experiments.competition.board import Board
+from experiments.competition.sandbox import Submission, evaluate
+from experiments.competition.scoring import GPU_TRACKS, benchmark_info, oracle_track
+from experiments.running.oracle import oracle_runs
+from experiments.running.topk_oracle import topk_oracle_runs
+from experiments.running.tracks import profile_arg, track_named
+from lookup.errors import PLDError
+from lookup.hardware import profile_named
+
+#: an entry that plans for a flat profile only: it refuses to run under any other (or none)
+FLAT_ONLY = '''
+from lookup.base import Draft, Drafter, EMPTY_DRAFT
+
+
+class FlatOnly(Drafter):
+    uses_profile = True
+
+    def __init__(self, profile=None):
+        super().__init__()
+        if profile is None or profile.cost(64) != profile.cost(1):
+            raise ValueError("planned for a flat profile only")
+
+    def propose(self, budget):
+        return EMPTY_DRAFT
+'''
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory) -> Path:
+    return make_trace_folder(tmp_path_factory.mktemp("tracks") / "toy", seed=3, cases=1)
+
+
+@pytest.fixture(scope="module")
+def sets(traces):
+    return load_trace_sets(traces)
+
+
+def test_the_sandbox_hands_the_profile_to_a_cost_aware_entry(tmp_path, sets):
+    entry = tmp_path / "flat_only.py"
+    entry.write_text(FLAT_ONLY)
+    flat = evaluate(Submission.file(entry), sets, QUICK, profile=profile_named("flat"), draft_budget=63)
+    assert flat.ok, flat.reason
+    cpu = evaluate(Submission.file(entry), sets, QUICK)  # the benchmark's own profile: not flat
+    assert not cpu.ok and "planned for a flat profile only" in cpu.reason
+
+
+def test_an_entry_is_scored_on_every_track_and_the_board_shows_each(tmp_path, sets, traces, monkeypatch, capsys):
+    monkeypatch.setattr(lb, "BUILD_TRACKS", GPU_TRACKS)
+    board = Board(tmp_path)
+    info = benchmark_info(sets, traces)
+    oracle = lb.ensure_oracle(board, sets, info)
+    assert set(oracle["tracks"]) == {t.name for t in GPU_TRACKS} == set(info["tracks"])
+    for name in ("recycling", "suffix-automaton"):
+        lb.run_submission(board, Submission.builtin(name), sets, info, "baseline", QUICK)
+    shown = board.entries(info["hash"])
+    recycling = next(e for e in shown if e["name"] == "recycling")
+    assert set(recycling["tracks"]) == {"flat", "h100-8b"}
+    flat = recycling["tracks"]["flat"]
+    # the GPU column is the flat track's own run (planned under it), not the CPU run priced flat
+    assert recycling["score_gpu"] == flat["score"] and flat["status"] == "ok"
+    assert {g: v["est_speedup"] for g, v in flat["groups"].items()} == {
+        g: v["est_speedup_gpu"] for g, v in recycling["groups"].items()}
+    for track in GPU_TRACKS:
+        bound = oracle["tracks"][track.name]
+        assert bound["score_topk"] >= bound["score"] > 1.0
+    md = render.markdown(shown, info)
+    assert "## GPU tracks" in md and "### track h100-8b" in md and re.search(r"\| - \| oracle \+ top-k +\| bound", md)
+    ranking = render.track_ranking(shown, "h100-8b")
+    assert [e["name"] for e in ranking] == sorted(
+        ["recycling", "suffix-automaton"], key=lambda n: -next(e for e in shown if e["name"] == n)["tracks"]["h100-8b"]["score"])
+    data = render.board_json(shown, info)
+    assert [r["name"] for r in data["tracks"]["flat"]] == [e["name"] for e in render.track_ranking(shown, "flat")]
+    assert cli.main(["show", "--profile", "h100-8b", "--board", str(tmp_path), "--traces", str(traces)]) == 0
+    out = capsys.readouterr().out
+    assert "track h100-8b" in out and "pick on this track:" in out and "track flat" not in out
+    assert cli.main(["show", "--profile", "h100-9b", "--board", str(tmp_path), "--traces", str(traces)]) == 2
+    assert "did you mean 'h100-8b'" in capsys.readouterr().err
+    assert cli.main(["show", "--profile", "l4-1b", "--board", str(tmp_path), "--traces", str(traces)]) == 2
+    assert "has no track l4-1b yet" in capsys.readouterr().err
+
+
+def test_an_entry_scored_before_a_track_existed_is_scored_again(tmp_path, sets, traces, monkeypatch):
+    board = Board(tmp_path)
+    info = benchmark_info(sets, traces)
+    assert [e["name"] for e in lb.run_baselines(board, sets, info, QUICK, names=["plain"], say=lambda *_: None)]
+    assert lb.run_baselines(board, sets, info, QUICK, names=["plain"], say=lambda *_: None) == []
+    monkeypatch.setattr(lb, "BUILD_TRACKS", GPU_TRACKS[:1])
+    again = lb.run_baselines(board, sets, info, QUICK, names=["plain"], say=lambda *_: None)
+    assert [set(e["tracks"]) for e in again] == [{"flat"}]
+
+
+# -- the top-k bound ---------------------------------------------------------------------------------------
+def brute_topk_runs(seq, start, top, cap):
+    """The bound by its definition: the lookup run, then on while the next token is in the row that
+    followed the previous token's latest occurrence among the rows committed before the step."""
+    out = []
+    lookup = oracle_runs(seq, start, cap)
+    for pos in range(start, len(seq)):
+        limit = min(cap, len(seq) - pos - 1)
+        run = int(lookup[pos - start])
+        while run < limit:
+            prev = seq[pos + run - 1]
+            rows = [q for q in range(0, pos - 1) if seq[q] == prev]  # rows 0..pos-2 are committed
+            if not rows or seq[pos + run] not in list(top[max(rows)]):
+                break
+            run += 1
+        out.append(run)
+    return out
+
+
+@given(seq=st.lists(st.integers(0, 5), min_size=2, max_size=40), data=st.data(), cap=st.integers(1, 8))
+def test_the_topk_bound_is_its_definition_and_above_the_lookup_oracle(seq, data, cap):
+    start = data.draw(st.integers(1, len(seq) - 1))
+    top = np.array(data.draw(st.lists(st.lists(st.integers(0, 5), min_size=2, max_size=2),
+                                      min_size=len(seq) - 1, max_size=len(seq) - 1)), dtype=np.int64)
+    runs = topk_oracle_runs(seq, start, top, cap)
+    assert runs.tolist() == brute_topk_runs(seq, start, top, cap)
+    assert (runs >= oracle_runs(seq, start, cap)).all()
+
+
+def test_a_track_s_oracle_prices_the_same_runs_under_its_profile(sets):
+    flat, h100 = (oracle_track(sets, profile_named(n)) for n in ("flat", "h100-8b"))
+    assert flat["tau"] == h100["tau"] and flat["score"] != h100["score"]
+
+
+# -- naming a profile --------------------------------------------------------------------------------------
+def test_profile_arguments_name_a_track_a_profile_or_a_file(tmp_path):
+    assert profile_arg(None) == (None, 32)
+    assert profile_arg("cpu") == (None, 32)  # the benchmark's own
+    assert profile_arg("flat") == (profile_named("flat"), 63)
+    assert profile_arg("l4-1b") == (profile_named("l4-1b"), 63) and track_named("L4-1B").name == "l4-1b"
+    path = tmp_path / "mine.json"
+    profile_named("h100-8b").save(path)
+    assert profile_arg(str(path)) == (profile_named("h100-8b"), 32)
+    with pytest.raises(PLDError, match="did you mean 'h100-8b'"):
+        profile_arg("h100-9b")
+    with pytest.raises(PLDError, match="no file"):
+        profile_arg(str(tmp_path / "missing.json"))
+    assert json.loads(path.read_text())["model"].startswith("Llama-3.1-8B")
