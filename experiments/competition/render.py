@@ -211,8 +211,10 @@ def track_lines(entries: Sequence[dict], info: dict, esc: Callable[[object], str
         ranking = track_ranking(entries, track)
         ours = [e for e in ranking if e.get("kind") != PEER]
         about = profiles.get(track) or {}
-        lines += ["", f"{'### ' if markdown else ''}track {esc(track)}: {esc(about.get('model', '?'))}"
-                  f" on {esc(about.get('device', '?'))}, one-token forward {_f(about.get('forward_ms_1'), 1)} ms,"
+        model = str(about.get("model", "?")).removeprefix(f"{track}: ")  # a named idealisation names itself
+        device = "" if about.get("device") in (None, "ideal") else f" on {esc(about['device'])}"
+        lines += ["", f"{'### ' if markdown else ''}track {esc(track)}: {esc(model)}{device},"
+                  f" one-token forward {_f(about.get('forward_ms_1'), 1)} ms,"
                   f" drafts of up to {esc(about.get('draft_budget', '?'))} nodes",
                   "", render(*track_rows(entries, track, esc), markdown=markdown)]
         if ours:
