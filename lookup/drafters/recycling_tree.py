@@ -13,13 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-
-@njit(cache=True)
-def _before(neg_p: np.ndarray, order: np.ndarray, a: int, b: int) -> bool:
-    """Heap entry ``a`` pops before ``b``: more probable, then pushed first."""
-    if neg_p[a] != neg_p[b]:
-        return neg_p[a] < neg_p[b]
-    return order[a] < order[b]
+from lookup.indexes.heap import heap_pop, heap_push
 
 
 @njit(cache=True)
@@ -111,28 +105,10 @@ def best_first_tree(last: int, lookup_tokens: np.ndarray, lookup_parents: np.nda
             pushed += 1
             neg_p[e], order[e], h_parent[e], h_token[e], h_at[e], h_depth[e] = \
                 -(p_node * c_p[j]), pushed, node, c_token[j], c_at[j], depth + 1
-            heap[size] = e
-            size += 1
-            i = size - 1
-            while i > 0 and _before(neg_p, order, heap[i], heap[(i - 1) // 2]):
-                heap[i], heap[(i - 1) // 2] = heap[(i - 1) // 2], heap[i]
-                i = (i - 1) // 2
+            size = heap_push(heap, size, e, neg_p, order)
         if size == 0 or n >= limit:
             break
-        top = heap[0]
-        size -= 1
-        heap[0] = heap[size]
-        i = 0
-        while True:
-            left, right, best = 2 * i + 1, 2 * i + 2, i
-            if left < size and _before(neg_p, order, heap[left], heap[best]):
-                best = left
-            if right < size and _before(neg_p, order, heap[right], heap[best]):
-                best = right
-            if best == i:
-                break
-            heap[i], heap[best] = heap[best], heap[i]
-            i = best
+        top, size = heap_pop(heap, size, neg_p, order)
         tokens[n], parents[n], probs[n] = h_token[top], h_parent[top], -neg_p[top]
         node, token, p_node, at, depth = n, h_token[top], -neg_p[top], h_at[top], h_depth[top]
         n += 1

@@ -16,6 +16,8 @@ from typing import Sequence
 import numpy as np
 from numba import njit
 
+from lookup.indexes.heap import heap_pop, heap_push
+
 
 def continuation_tree(sequence: np.ndarray, ends: Sequence[int], length: int,
                       budget: int) -> tuple[np.ndarray, np.ndarray]:
@@ -33,19 +35,6 @@ def continuation_tree(sequence: np.ndarray, ends: Sequence[int], length: int,
     if budget <= 0 or length <= 0 or len(ends) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
     return _tree(np.ascontiguousarray(sequence), ends, int(length), int(budget))
-
-
-@njit(cache=True)
-def _before(count: np.ndarray, first: np.ndarray, depth: np.ndarray, a: int, b: int) -> bool:
-    """Node ``a`` is taken before node ``b``: more shared, then the newer occurrence's, then shallower,
-    then made first."""
-    if count[a] != count[b]:
-        return count[a] > count[b]
-    if first[a] != first[b]:
-        return first[a] < first[b]
-    if depth[a] != depth[b]:
-        return depth[a] < depth[b]
-    return a < b
 
 
 @njit(cache=True)
@@ -77,7 +66,10 @@ def _tree(sequence, ends, length, budget):
                     next_sibling[last] = child
             count[child] += 1
             node = child
-    # best first: a binary heap of trie nodes whose parent is taken
+    # best first: a heap of trie nodes whose parent is taken, the most shared first, then the newest
+    # occurrence's, then the shallower, then the one made first
+    primary = -count[:nodes].astype(np.float64)
+    secondary = (first[:nodes] * (length + 1) + depth[:nodes]) * nodes + np.arange(nodes)
     heap = np.zeros(nodes, dtype=np.int64)
     size = 0
     out_index = np.full(nodes, -1, dtype=np.int64)
@@ -85,43 +77,18 @@ def _tree(sequence, ends, length, budget):
     tokens = np.zeros(min(budget, nodes - 1), dtype=np.int64)
     parents = np.zeros(min(budget, nodes - 1), dtype=np.int32)
     n = 0
-    child = first_child[0]
-    while child != -1:
-        parent_of[child] = 0
-        heap[size] = child
-        size += 1
-        i = size - 1
-        while i > 0 and _before(count, first, depth, heap[i], heap[(i - 1) // 2]):
-            heap[i], heap[(i - 1) // 2] = heap[(i - 1) // 2], heap[i]
-            i = (i - 1) // 2
-        child = next_sibling[child]
-    while size > 0 and n < budget:
-        node = heap[0]
-        size -= 1
-        heap[0] = heap[size]
-        i = 0
-        while True:
-            left, right, best = 2 * i + 1, 2 * i + 2, i
-            if left < size and _before(count, first, depth, heap[left], heap[best]):
-                best = left
-            if right < size and _before(count, first, depth, heap[right], heap[best]):
-                best = right
-            if best == i:
-                break
-            heap[i], heap[best] = heap[best], heap[i]
-            i = best
+    node = 0
+    while True:  # take node (the root first: not output), then push its children
+        child = first_child[node]
+        while child != -1:
+            parent_of[child] = node
+            size = heap_push(heap, size, child, primary, secondary)
+            child = next_sibling[child]
+        if size == 0 or n >= budget:
+            break
+        node, size = heap_pop(heap, size, primary, secondary)
         out_index[node] = n
         tokens[n] = token[node]
         parents[n] = -1 if parent_of[node] == 0 else out_index[parent_of[node]]
         n += 1
-        child = first_child[node]
-        while child != -1:
-            parent_of[child] = node
-            heap[size] = child
-            size += 1
-            i = size - 1
-            while i > 0 and _before(count, first, depth, heap[i], heap[(i - 1) // 2]):
-                heap[i], heap[(i - 1) // 2] = heap[(i - 1) // 2], heap[i]
-                i = (i - 1) // 2
-            child = next_sibling[child]
     return tokens[:n], parents[:n]
