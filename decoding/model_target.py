@@ -1,12 +1,12 @@
 """A transformers causal LM as a :class:`~decoding.target.Target`: forward with a KV cache, crop on rejection.
 
-Token trees (:meth:`ModelTarget.score_tree`) go through the same forward with a custom 4D
-attention mask (``[1, 1, q, cache + q]``, 0 where visible and the dtype's minimum elsewhere: an
-additive float mask works for both ``sdpa`` and ``eager`` attention, which transformers passes
-through untouched) and position ids by depth. After the walk, :meth:`ModelTarget.keep_path`
-gathers the accepted inputs' keys and values into place (``index_select`` on the sequence
-dimension of every layer) and crops the rest. Whether a model honours all that is checked once
-per target with a tiny tree against the chain path (:meth:`ModelTarget.tree_support`).
+Token trees (:meth:`ModelTarget.score_tree`) go through the same forward with custom 4D attention
+masks (additive float masks, 0 where visible and the dtype's minimum elsewhere: they work for both
+``sdpa`` and ``eager`` attention, which transformers passes through untouched) and position ids by
+depth. After the walk, :meth:`ModelTarget.keep_path` gathers the accepted inputs' keys and values
+into place (``index_select`` on the sequence dimension of every layer) and crops the rest. Whether
+a model honours all that is checked once per target with tiny trees against the chain path
+(:meth:`ModelTarget.tree_support`).
 
 Sliding-window models (Mistral, Gemma 2/3, ...) get transformers' rolling cache layers
 (``DynamicSlidingWindowLayer``: only the last ``window - 1`` keys and values), which cannot be
@@ -14,8 +14,15 @@ cropped once the window is full unless they record the past. So after the prefil
 told to record it (``activate_past_recording``, what transformers' own assisted generation does):
 a forward then keeps all its new entries until :meth:`ModelTarget.keep` crops the rejected ones,
 and that crop (``crop(0)`` when all were accepted) rolls every sliding layer back to its window.
-The model still builds its own sliding-window mask from the cache, exactly as in ``generate``.
-Token trees stay refused there: a rolling layer holds no absolute positions to gather a path in.
+Chains let the model build its own sliding-window mask from the cache, exactly as in ``generate``.
+
+Trees use the same rolling cache. A rolling layer holds the last ``window - 1`` positions, which is
+all a query at the root's position or deeper can see, and during a forward the new entries are its
+last ``n``, so a path is gathered there as in a plain layer. What a tree needs on top is one mask
+per kind of layer (:func:`tree_mask`): full-attention layers see the whole cache; sliding layers
+see only keys at positions ``> query position - window`` (transformers' rule) among their held
+entries. A model with both kinds gets them as a dict keyed by layer type (``{"full_attention": m1,
+"sliding_attention": m2}``, what Gemma 2/3 read); one with a single kind gets the tensor.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from typing import Sequence
 import numpy as np
 import torch
 from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
+from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
 from decoding.devices import synchronize
 from decoding.target import Scores, Target, TopRows, top_rows
@@ -35,9 +42,25 @@ from decoding.tree import TreeLayout
 from decoding.vocab import vocab_strings
 from lookup.errors import PLDError
 
+try:  # transformers' own rule for the attention type of each layer, which sizes the cache layers (5.x)
+    from transformers.cache_utils import get_layer_types_and_kwargs
+except ImportError:  # older versions: the config's list, else one type from its window
+    get_layer_types_and_kwargs = None
+
 #: a tree forward may differ from the chain path by float noise, never by this share of the
 #: difference that seeing a sibling makes (what a model that ignores the 4D mask would show)
 TREE_PROBE_TOLERANCE = 0.05
+#: the probe's context outgrows a sliding window up to this size, so a wrong window rule shows in its
+#: logits; a wider window is probed on a short context (same code, checked on the tiny families)
+PROBE_MAX_WINDOW = 1024
+#: the cache layer each layer type must have for trees: (layer class, whether the sliding rule applies)
+TREE_LAYERS: dict[str, tuple[type, bool]] = {
+    "full_attention": (DynamicLayer, False),
+    "sliding_attention": (DynamicSlidingWindowLayer, True),
+}
+#: prefill rows turned into top ids at a time: a softmax over all [P, V] logits at once would double
+#: their memory (1 GB more for 1,000 tokens of a 262k vocabulary)
+TOP_ROWS_BLOCK = 128
 
 
 class ModelTarget(Target):
@@ -64,6 +87,7 @@ class ModelTarget(Target):
         # older transformers call it num_logits_to_keep; some models take neither
         self._last_logits_kwarg = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
         self._tree_problem: str | None = None  # why trees cannot be verified ("" = they can); None = not probed
+        self._layer_types: list[str] | None = None  # each layer's attention type, read at the first tree
 
     # -- the Target interface -------------------------------------------------------------
     @torch.inference_mode()
@@ -78,7 +102,7 @@ class ModelTarget(Target):
         logits = self._forward(np.asarray(head, dtype=np.int64), all_logits=top_k > 0)
         self._cached, self._pending = len(head), 0
         self._record_past()
-        return top_rows(logits, top_k) if top_k else None
+        return _top_rows_in_blocks(logits, top_k) if top_k else None
 
     @torch.inference_mode()
     def score(self, tokens: np.ndarray) -> Scores:
@@ -129,9 +153,13 @@ class ModelTarget(Target):
         if n < 1 or inputs[0] != 0 or (np.diff(inputs) <= 0).any() or inputs[-1] >= self._pending:
             raise ValueError(f"keep_path({inputs.tolist()}) is not a path of the {self._pending} inputs scored")
         if inputs[-1] != n - 1:  # not a prefix: move the path's entries into place first
-            start = self._cached
-            index = torch.as_tensor(inputs[1:] + start, device=self.device)  # [n-1]
             for layer in self._cache.layers:
+                if not layer.is_initialized:  # a layer that stores nothing (KV sharing)
+                    continue
+                # the scored inputs are every layer's last `pending` entries: at the cache length in a
+                # plain layer, after the (at most window - 1) held ones in a rolling layer
+                start = layer.keys.shape[-2] - self._pending
+                index = torch.as_tensor(inputs[1:] + start, device=layer.keys.device)  # [n-1]
                 # the path only moves entries backwards (inputs[j] >= j), and index_select copies
                 # before the slice is written, so no entry is overwritten before it is read
                 layer.keys[:, :, start + 1 : start + n] = layer.keys.index_select(2, index)
@@ -139,12 +167,14 @@ class ModelTarget(Target):
         self.keep(n)
 
     def tree_support(self, raise_error: bool = False) -> bool:
-        """Whether this model verifies token trees exactly (probed once per target with a few tiny forwards).
+        """Whether this model verifies token trees exactly (probed once per target with a few small forwards).
 
-        The probe runs a 3-node tree with 4D mask and depth positions on a scratch cache, keeps a
+        The probe runs a 3-node tree with 4D masks and depth positions on a scratch cache whose
+        context is longer than the model's sliding window (up to :data:`PROBE_MAX_WINDOW`), keeps a
         non-prefix path, and compares the logits with chain forwards. A model whose attention
-        ignores custom 4D masks (e.g. flash-attention kernels) or whose cache is not a plain
-        ``DynamicCache`` (sliding-window or linear layers) fails with the reason.
+        ignores custom 4D masks (e.g. flash-attention kernels), applies its window differently, or
+        whose cache has layers other than plain and sliding-window ones (chunked, linear) fails
+        with the reason.
         """
         if self._tree_problem is None:
             self._tree_problem = _probe_trees(self)
@@ -181,7 +211,7 @@ class ModelTarget(Target):
         extra = {}
         if tree is not None:
             positions = torch.as_tensor(tree.depths + self._cached, device=self.device)  # [n]
-            extra["attention_mask"] = tree_mask(tree, self._cached, self.model.dtype, self.device)
+            extra["attention_mask"] = self._tree_masks(tree)
         out = self.model(
             input_ids=ids,
             **{self._cache_kwarg: self._cache},
@@ -192,6 +222,29 @@ class ModelTarget(Target):
             **({} if all_logits or not self._last_logits_kwarg else {self._last_logits_kwarg: 1}),
         )
         return out.logits[0].float()
+
+    def _tree_masks(self, tree: TreeLayout) -> torch.Tensor | dict[str, torch.Tensor]:
+        """The attention masks of a tree forward over the current cache: one :func:`tree_mask`
+        ([1, 1, n, held + n]) per layer type, as a dict keyed by type when the model has several,
+        else the tensor. Raises PLDError for a cache layer trees cannot use (see :data:`TREE_LAYERS`)."""
+        if self._layer_types is None:
+            self._layer_types = _layer_types(self.model)
+        kinds: dict[str, tuple[int, int | None]] = {}  # layer type -> (entries held, window)
+        for kind, layer in zip(self._layer_types, self._cache.layers):
+            cls, sliding = TREE_LAYERS.get(kind, (None, False))
+            if type(layer) is not cls:
+                raise PLDError(f"its cache has {type(layer).__name__} layers for {kind!r} attention")
+            stored = layer.keys.shape[-2] if layer.is_initialized else 0
+            window = layer.sliding_window if sliding else None
+            # a rolling layer hands attention at most its last window - 1 held entries (its update)
+            held = min(stored, window - 1) if sliding else stored
+            if kinds.setdefault(kind, (held, window)) != (held, window):
+                raise PLDError(f"its {kind!r} layers hold different lengths ({kinds[kind][0]} and {held})")
+        dtype = self.model.dtype
+        masks = {kind: tree_mask(tree, self._cached, dtype, self.device, held, window)
+                 for kind, (held, window) in kinds.items()}
+        # a model with one kind of layer reads one tensor (Mistral's sliding layers, Llama's full ones)
+        return next(iter(masks.values())) if len(masks) == 1 else masks
 
     def chat_ids(self, messages: str | list[dict], system: str | None = None) -> list[int]:
         """Token ids of a chat prompt, ready for the assistant's answer.
@@ -215,55 +268,100 @@ class ModelTarget(Target):
         return f"ModelTarget({self.name!r}, device={self.device}, dtype={self.model.dtype})"
 
 
-def tree_mask(tree: TreeLayout, cached: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """Additive attention mask of a tree forward after ``cached`` tokens: [1, 1, n, cached + n],
-    0 where input ``i`` may attend (the whole cache, its ancestors, itself), the dtype's minimum elsewhere."""
+def tree_mask(tree: TreeLayout, cached: int, dtype: torch.dtype, device: torch.device,
+              held: int | None = None, window: int | None = None) -> torch.Tensor:
+    """Additive attention mask of a tree forward after ``cached`` tokens: [1, 1, n, held + n].
+
+    The keys are the cache's last ``held`` entries (positions ``cached - held`` .. ``cached - 1``;
+    default all ``cached``), then the ``n`` inputs (position ``cached + depth``). Input ``i`` may
+    attend to the cache, its ancestors and itself (0), nothing else (the dtype's minimum); with a
+    sliding ``window``, only to keys at positions ``> its position - window``, transformers' rule
+    (``masking_utils.sliding_window_overlay``), applied to the inputs' depth positions too.
+    """
     n = len(tree)
+    held = cached if held is None else held
     if not dtype.is_floating_point:
         dtype = torch.float32
-    mask = torch.zeros(1, 1, n, cached + n, dtype=dtype, device=device)
-    hidden = torch.as_tensor(~tree.visible(), device=device)  # [n, n]
-    mask[0, 0, :, cached:].masked_fill_(hidden, torch.finfo(dtype).min)
+    visible = torch.ones(n, held + n, dtype=torch.bool, device=device)
+    visible[:, held:] = torch.as_tensor(tree.visible(), device=device)  # [n, n]
+    if window is not None:
+        depths = torch.as_tensor(tree.depths, device=device) + cached  # [n]
+        keys = torch.cat([torch.arange(cached - held, cached, device=device), depths])  # [held + n]
+        visible &= keys[None, :] > depths[:, None] - window
+    mask = torch.zeros(1, 1, n, held + n, dtype=dtype, device=device)
+    mask[0, 0].masked_fill_(~visible, torch.finfo(dtype).min)
     return mask
+
+
+def _top_rows_in_blocks(logits: torch.Tensor, k: int) -> TopRows:
+    """:func:`~decoding.target.top_rows` of ``logits`` [P, V], :data:`TOP_ROWS_BLOCK` rows at a time
+    (each row's softmax and top-k are its own, so the result is the same)."""
+    if len(logits) <= TOP_ROWS_BLOCK:
+        return top_rows(logits, k)
+    blocks = [top_rows(logits[i : i + TOP_ROWS_BLOCK], k) for i in range(0, len(logits), TOP_ROWS_BLOCK)]
+    return TopRows(np.concatenate([b.ids for b in blocks]), np.concatenate([b.probs for b in blocks]))
+
+
+def _layer_types(model) -> list[str]:
+    """Each decoder layer's attention type, as transformers sizes the cache layers from it
+    (``sliding_attention`` where a layer has a window, else ``full_attention``, unless the config
+    lists them)."""
+    config = model.config.get_text_config(decoder=True)
+    if get_layer_types_and_kwargs is not None:
+        return list(get_layer_types_and_kwargs(config)[0])
+    sliding = getattr(config, "sliding_window", None) is not None
+    return list(getattr(config, "layer_types", None)
+                or ["sliding_attention" if sliding else "full_attention"] * config.num_hidden_layers)
 
 
 @torch.inference_mode()
 def _probe_trees(target: ModelTarget) -> str:
-    """Why ``target`` cannot verify trees exactly ("" when it can); runs on a scratch cache."""
+    """Why ``target`` cannot verify trees exactly ("" when it can); runs on a scratch cache.
+
+    One prefill of a context longer than the model's sliding window (when it has one, up to
+    :data:`PROBE_MAX_WINDOW`), then chain forwards and a tree forward from it: the tree's deepest
+    inputs sit where the window has moved past the oldest held keys, so a wrong window rule shows.
+    """
     who = f"{target.name} ({type(target.model).__name__}, attention {getattr(target.model.config, '_attn_implementation', '?')})"
     cache = DynamicCache(config=target.model.config)
-    odd = [type(layer).__name__ for layer in cache.layers if type(layer) is not DynamicLayer]
-    if odd:
-        window = getattr(target.model.config.get_text_config(decoder=True), "sliding_window", None)
-        why = f" (sliding-window attention, window {window})" if "Sliding" in odd[0] and window else ""
-        return (f"{who} cannot verify token trees: its cache has {odd[0]} layers{why}, and only plain "
-                f"DynamicCache layers can keep a tree path; use a drafter that proposes chains")
+    kinds = _layer_types(target.model)
+    odd = next(((kind, layer) for kind, layer in zip(kinds, cache.layers)
+                if type(layer) is not TREE_LAYERS.get(kind, (None,))[0]), None)
+    if odd is not None:
+        kind, layer = odd
+        return (f"{who} cannot verify token trees: its {kind!r} layers cache in {type(layer).__name__}, and trees "
+                f"need full or sliding-window attention layers (cached in DynamicLayer, DynamicSlidingWindowLayer); "
+                f"use a drafter that proposes chains")
     V = target.vocab_size
     a, b, x, y, z, w = (int(t) % V for t in (11, 12, 13, 14, 15, 16))
+    windows = [layer.sliding_window for layer in cache.layers if isinstance(layer, DynamicSlidingWindowLayer)]
+    window = max([wd for wd in windows if wd <= PROBE_MAX_WINDOW], default=0)
+    # a context past the window (the rolling layers full and trimmed), made of spread-out ids
+    context = [a] + [(17 + 7919 * i) % V for i in range(window + 3 if window else 0)]
     scratch = ModelTarget(target.model, target.tokenizer, target.name)  # same model, its own cache
     scratch._tree_problem = ""  # the probe itself must not recurse
 
-    def chain(seq: list[int]) -> torch.Tensor:  # logits after the last token of [a, *seq]
-        scratch.start([a, *seq])
-        return scratch.score(np.asarray(seq[-1:], dtype=np.int64)).logits[-1]
+    def chain(seq: list[int]) -> torch.Tensor:  # [V] logits after the last token of context + [b, *seq]
+        # score() drops the previous unverified forward first, so every chain starts from the context
+        return scratch.score(np.asarray([b, *seq], dtype=np.int64)).logits[-1]
 
     try:
-        good_y, good_z = chain([b, y]), chain([b, x, z])
-        wrong_y = chain([b, x, y])  # what y would see if the mask were ignored
-        scratch.start([a, b])
+        scratch.start([*context, b])
+        good_y, good_z, wrong_y = chain([y]), chain([x, z]), chain([x, y])  # wrong_y: if the mask were ignored
+        good_after = chain([x, z, w])
         # inputs: b (root), x and y its children, z a child of x
         tree = scratch.score_tree(np.asarray([b, x, y, z]), np.asarray([-1, -1, 0])).logits
         scratch.keep_path(np.asarray([0, 1, 3]))  # keep b, x, z: a path that is not a prefix
         after = scratch.score(np.asarray([w])).logits[-1]
-        good_after = chain([b, x, z, w])
     except Exception as exc:  # noqa: BLE001 - any failure means "no trees", said clearly
         return f"{who} cannot verify token trees: a tree forward failed ({type(exc).__name__}: {exc})"
     sep = float((good_y - wrong_y).abs().max())
     err = max(float((tree[2] - good_y).abs().max()), float((tree[3] - good_z).abs().max()),
               float((after - good_after).abs().max()))
     if not err <= TREE_PROBE_TOLERANCE * sep:
-        return (f"{who} cannot verify token trees: with a custom 4D attention mask its logits differ from the chain "
-                f"path by {err:.3g} (a sibling's influence is {sep:.3g}); it may ignore 4D masks — try "
+        how = f" and a sliding window of {window}" if window else ""
+        return (f"{who} cannot verify token trees: with custom 4D attention masks{how} its logits differ from "
+                f"the chain path by {err:.3g} (a sibling's influence is {sep:.3g}); it may ignore 4D masks — try "
                 f"attn_implementation='sdpa' or 'eager'")
     return ""
 

@@ -13,13 +13,12 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sampling_toys import QTreeDrafter, RandomTreeDrafter
-from toys import FixedDrafter, IdTokenizer, OracleDrafter, tiny_llama
+from toys import FixedDrafter, OracleDrafter, tiny_llama
 
 import decoding
 import lookup
 from decoding.acceptance import accept_greedy_tree
 from decoding.generate import DraftError
-from decoding.model_target import ModelTarget
 from decoding.reference import hf_generate
 from decoding.trace_target import TraceTarget
 from decoding.tree import TreeLayout, walk
@@ -361,16 +360,7 @@ def test_a_model_that_ignores_4d_masks_gets_a_clear_error():
     assert not target.tree_support()
 
 
-def test_a_sliding_window_model_gets_a_clear_error():
-    from transformers import MistralConfig, MistralForCausalLM
-
-    torch.manual_seed(0)
-    config = MistralConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                           num_attention_heads=4, num_key_value_heads=2, sliding_window=4,
-                           max_position_embeddings=128, bos_token_id=None, eos_token_id=None, pad_token_id=None)
-    target = ModelTarget(MistralForCausalLM(config).eval(), IdTokenizer(), name="tiny-mistral")
-    with pytest.raises(PLDError, match="tiny-mistral.*cannot verify token trees.*Sliding"):
-        decoding.generate(target, PROMPT, TreeOf([5, 8], [-1, -1]), max_new_tokens=10)
+# sliding-window models verify trees, and chunked attention is refused: tests/decoding/test_sliding_trees.py
 
 
 def test_oracle_chain_still_counts_the_same(tiny, reference):

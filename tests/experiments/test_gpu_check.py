@@ -25,7 +25,6 @@ from lookup.cost import CostProfile
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCKED = ("numba", "wandb", "matplotlib", "gguf")
-SLIDING = {"mistral", "gemma2", "gemma3"}  # no trees: decoding/families.py's windows
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +69,9 @@ def test_verifier_covers_every_family_and_fp32_is_identical(small_run):
     assert {r["family"] for r in runs} == set(FAMILIES)
     assert {r["dtype"] for r in runs} == {"fp32", "bf16"}
     drafters = {(r["family"], r["drafter"]) for r in runs}
-    for family in FAMILIES:  # trees where the family can verify them, and nowhere else
-        assert ((family, "tree-2-of-3") in drafters) == (family not in SLIDING)
-        assert part["tree_support"][family] == {"fp32": family not in SLIDING, "bf16": family not in SLIDING}
+    for family in FAMILIES:  # every family verifies trees, the sliding-window ones included
+        assert (family, "tree-2-of-3") in drafters
+        assert part["tree_support"][family] == {"fp32": True, "bf16": True}
     fp32 = part["summary"]["fp32"]
     assert fp32["identity_rate"] == 1.0 and fp32["mismatch"] == 0 and fp32["max_noise_relative"] < 1e-4
     bf16 = part["summary"]["bf16"]
