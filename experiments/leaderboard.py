@@ -8,7 +8,8 @@
     python experiments/leaderboard.py figures [--check]                          # the board's figures in the docs
 
 Every entry -- built-in baselines included -- is replayed over the same recorded greedy traces
-(``--traces DIR``, default: the embedded model's) in its own sandboxed process
+(``--benchmark NAME``: a shipped benchmark, the embedded model's by default or Gemma 3 270M's;
+``--traces DIR``: any folder) in its own sandboxed process
 (``experiments.competition.sandbox``). It is ranked by the geometric mean over task groups of its
 estimated speedup under the traces' CPU cost profile; a large-GPU profile is shown beside it, and an
 oracle row shows the best any lookup of context continuations could do. Scores of different trace
@@ -31,7 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a
 from experiments.cli import guarded, quiet_libraries  # noqa: E402
 import decoding  # noqa: E402
 from experiments.benchmarks.paths import ROOT, portable_path  # noqa: E402
-from experiments.benchmarks.traces import default_folder, load_trace_sets  # noqa: E402
+from decoding.loading import EMBEDDED_NAME, packaged_name  # noqa: E402
+from experiments.benchmarks.traces import (benchmark_folder, default_folder, load_trace_sets, model_key,  # noqa: E402
+                                          read_benchmark, shipped_benchmarks, traces_model)
 from experiments.competition.board import DEFAULT_BOARD, Board, ranked  # noqa: E402
 from experiments.competition.entries import (check_name, ensure_oracle, one_line, run_baselines, run_peers,  # noqa: E402
                                              run_examples, run_fresh, run_submission, seed_baselines, shown_entries,
@@ -54,10 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
-    def common(q, traces=True):
+    def common(q, traces=True, default="the embedded model's benchmark"):
         q.add_argument("--board", default=str(DEFAULT_BOARD), help="board folder (default: leaderboard/)")
         if traces:
-            q.add_argument("--traces", default=None, help="trace folder (default: the embedded model's traces)")
+            group = q.add_mutually_exclusive_group()
+            group.add_argument("--traces", default=None, metavar="DIR", help=f"trace folder (default: {default})")
+            group.add_argument("--benchmark", default=None, metavar="NAME",
+                               help="a shipped benchmark by name or unique prefix (" + ", ".join(shipped_benchmarks())
+                                    + "), or a benchmark hash (prefix) on the board")
 
     def limits(q):
         q.add_argument("--propose-ms", type=float, default=50.0, help="limit per propose/extend/observe call (50)")
@@ -80,12 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     sh = sub.add_parser("show", help="print the board of a benchmark (or one entry of it, in detail)")
     sh.add_argument("name", nargs="?", default=None,
                     help="an entry: its scores per group and where it loses time against the oracle")
-    sh.add_argument("--benchmark", default=None, help="a benchmark hash (or its prefix); default: the current traces'")
     sh.add_argument("--profile", default=None,
                     help="a GPU track's ranking (flat, h100-8b: docs/hardware.md) instead of the CPU board")
     common(sh)
 
-    b = sub.add_parser("build", help="score the baselines and the oracle, write LEADERBOARD.md, leaderboard.json, index.html")
+    b = sub.add_parser("build", help="score the baselines and the oracle, write LEADERBOARD.md, leaderboard.json, "
+                                     "index.html: of every shipped benchmark, one board each (or of the one named)")
     b.add_argument("--examples", action="store_true", help="also (re)submit the example submissions in experiments/competition/submissions/")
     b.add_argument("--rerun", action="store_true", help="re-evaluate baselines (and examples) already on the board")
     b.add_argument("--no-peers", action="store_true", help="leave the peers' lookup functions (docs/peers.md) out")
@@ -99,12 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--verify-top", type=int, default=3)
     b.add_argument("--verify-prompts", type=int, default=3)
     b.add_argument("--verify-tokens", type=int, default=64)
-    common(b)
+    common(b, default="every shipped benchmark in turn, the same fresh seed for each")
     limits(b)
 
     r = sub.add_parser("render", help="write LEADERBOARD.md, leaderboard.json and index.html again from the board "
                                       "file, scoring nothing (after a change to the views)")
-    r.add_argument("--benchmark", default=None, help="a benchmark hash (or its prefix); default: the current traces'")
     common(r)
 
     c = sub.add_parser("check-fresh", help="make the board's fresh cases again from its seed, record them, "
@@ -128,8 +134,17 @@ def _limits(args):
     return Limits(call_s=args.propose_ms / 1e3, total_s=args.total_s, memory_bytes=int(args.memory_gb * (1 << 30)))
 
 
-def _benchmark(args):
-    folder = Path(args.traces) if args.traces else default_folder()
+def _folder(args) -> Path:
+    """The trace folder named by ``--traces`` or ``--benchmark`` (a shipped one), else the default."""
+    if getattr(args, "traces", None):
+        return Path(args.traces)
+    if getattr(args, "benchmark", None):
+        return benchmark_folder(args.benchmark)
+    return default_folder()
+
+
+def _benchmark(args, folder: Path | None = None):
+    folder = folder or _folder(args)
     sets = [s for s in load_trace_sets(folder) if s.cases]
     if not sets:
         raise PLDError(f"the trace files in {folder} hold no complete case")
@@ -223,13 +238,35 @@ def _params(text: str | None) -> dict:
     return parse_spec(f"submission:{text}")[1]
 
 
-def cmd_show(args, board: Board) -> int:
+def _named_benchmark(args, board: Board) -> str:
+    """The hash of the benchmark ``--benchmark`` names: a shipped one (by name, prefix or hash
+    prefix), else a hash (prefix) of a benchmark on the board; or that of ``--traces``; or the current one."""
     if args.benchmark:
-        bench = board.resolve(args.benchmark)
-    elif args.traces:  # the board of the traces named
-        bench = _benchmark(args)[1]["hash"]
-    else:
-        bench = _current_benchmark(args, board)
+        try:
+            info = read_benchmark(benchmark_folder(args.benchmark)) or {}
+            if info.get("hash"):
+                return str(info["hash"])
+        except PLDError as shipped_error:
+            try:
+                return board.resolve(args.benchmark)
+            except PLDError:
+                raise shipped_error from None
+    if args.traces:  # the board of the traces named
+        return _benchmark(args)[1]["hash"]
+    return _current_benchmark(args, board)
+
+
+def views_folder(board: Board, info: dict) -> Path:
+    """Where the views of a benchmark go: the board's folder for the default (the embedded model's)
+    benchmark and for any unshipped one; ``<board>/<name>/`` for another shipped benchmark."""
+    name = info.get("name")
+    if info.get("default", True) or not isinstance(name, str) or not name:
+        return board.folder
+    return board.folder / model_key(name)
+
+
+def cmd_show(args, board: Board) -> int:
+    bench = _named_benchmark(args, board)
     entries, info = shown_entries(board, bench)
     if not entries:
         raise PLDError(f"nothing on the board for benchmark {clean(bench, 64)}; "
@@ -255,12 +292,12 @@ def cmd_show(args, board: Board) -> int:
 
 def cmd_render(args, board: Board) -> int:
     """The board's views written again from its file, as ``build`` ends (nothing scored, no W&B)."""
-    bench = board.resolve(args.benchmark) if args.benchmark else _current_benchmark(args, board)
+    bench = _named_benchmark(args, board)
     shown, info = shown_entries(board, bench)
     if not shown:
         raise PLDError(f"nothing on the board for benchmark {clean(bench, 64)}; "
                        "run `python experiments/leaderboard.py build`")
-    paths = write_outputs(shown, info, board.folder, wandb_mode="off")
+    paths = write_outputs(shown, info, views_folder(board, info), wandb_mode="off")
     print("rendered from " + clean(portable_path(board.path), 200) + ": " + ", ".join(str(p) for p in paths))
     return 0
 
@@ -279,9 +316,27 @@ def _current_benchmark(args, board: Board) -> str:
 
 
 def cmd_build(args, board: Board) -> int:
+    """Build the board of the benchmark named, or of every shipped benchmark in turn (one fresh seed
+    for all: the same prompts, recorded on each benchmark's model)."""
+    _limits(args)  # a bad limit is one line before any work
+    if args.fresh < 0:
+        raise PLDError("--fresh must be >= 0 prompts per task")
+    if args.traces or args.benchmark:
+        return _build(args, board, _folder(args))
+    if args.fresh and args.seed is None:
+        args.seed = draw_seed()
+    folders = list(shipped_benchmarks().values())
+    for i, folder in enumerate(folders, 1):
+        print(f"== benchmark {i} of {len(folders)}: {folder.name}")
+        _build(args, board, folder)
+    return 0
+
+
+def _build(args, board: Board, folder: Path) -> int:
     limits = _limits(args)
     landlock = not args.no_landlock
-    sets, info = _benchmark(args)
+    sets, info = _benchmark(args, folder)
+    model = traces_model(sets)
     t0 = time.perf_counter()
     oracle = ensure_oracle(board, sets, info)
     print(f"benchmark {info['hash']}: {info['cases']} cases, {info['tokens']:,} tokens in {info['folder']}")
@@ -292,18 +347,19 @@ def cmd_build(args, board: Board) -> int:
         run_peers(board, sets, info, limits, rerun=args.rerun, landlock=landlock, require_isolation=strict)
     if args.examples:
         run_examples(board, sets, info, limits, rerun=args.rerun, landlock=landlock, require_isolation=strict)
-    if args.fresh < 0:
-        raise PLDError("--fresh must be >= 0 prompts per task")
     if args.fresh:
+        if model is None:
+            raise PLDError(f"the traces in {clean(portable_path(folder), 200)} are not of a packaged model, so no "
+                           "fresh cases can be recorded for them: build with --fresh 0")
         seed = draw_seed() if args.seed is None else args.seed
-        fresh_sets, folder = record_fresh(seed, args.fresh)
-        fresh = fresh_info(fresh_sets, folder, seed, args.fresh)
+        fresh_sets, fresh_folder = record_fresh(seed, args.fresh, model=model)
+        fresh = fresh_info(fresh_sets, fresh_folder, seed, args.fresh)
         print(f"fresh benchmark {fresh['hash']}: {fresh['cases']} cases (seed {seed}); scoring every entry again")
         run_fresh(board, info, fresh_sets, fresh, limits, landlock=landlock, require_isolation=strict)
     if args.verify:
         _verify(args, board, sets, info, limits, landlock)
     shown, shown_info = shown_entries(board, info["hash"])
-    paths = write_outputs(shown, shown_info, board.folder, wandb_mode=args.wandb)
+    paths = write_outputs(shown, shown_info, views_folder(board, shown_info), wandb_mode=args.wandb)
     print(f"built in {time.perf_counter() - t0:.1f} s: " + ", ".join(str(p) for p in paths))
     return 0
 
@@ -314,7 +370,7 @@ def _verify(args, board: Board, sets, info: dict, limits, landlock: bool) -> Non
         raise PLDError("--verify-top, --verify-prompts and --verify-tokens must be >= 1")
     _, ok, _ = ranked(board.entries(info["hash"]))
     top = ok[: args.verify_top]
-    target = decoding.load_model()
+    target = decoding.load_model(traces_model(sets))
     prompts = verify_prompts(sets, args.verify_prompts)
     results = verify_entries(top, target, prompts, args.verify_tokens, limits, [board.folder], landlock,
                              args.require_isolation, board=board, public=bool(info.get("public")))
@@ -337,7 +393,7 @@ def cmd_check_fresh(args, board: Board) -> int:
     from experiments.benchmarks.fresh import FRESH_VERSION
     from experiments.competition.entries import fresh_link
 
-    public = _current_benchmark(args, board)
+    public = _named_benchmark(args, board)
     link = fresh_link(board, public)
     if link is None:
         raise PLDError(f"the board in {board.folder} links no fresh cases to benchmark {clean(public, 64)}; "
@@ -347,7 +403,7 @@ def cmd_check_fresh(args, board: Board) -> int:
                        f"this checkout has v{FRESH_VERSION}: check them out at the board's git sha")
     seed, per_task = int(link["seed"]), int(link["per_task"])
     folder = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="pld-fresh-check-"))
-    sets, folder = record_fresh(seed, per_task, folder=folder)
+    sets, folder = record_fresh(seed, per_task, folder=folder, model=_board_model(board, public))
     fresh = fresh_info(sets, folder, seed, per_task)
     oracle = ensure_oracle(Board(folder / "board"), sets, fresh)
     print(f"seed {seed}, {fresh['cases']} cases recorded in {folder}: benchmark {fresh['hash']}, oracle {oracle['score']:.3f}x")
@@ -358,6 +414,15 @@ def cmd_check_fresh(args, board: Board) -> int:
     print(f"identical to the board's fresh benchmark {link['hash']}: the cases it was ranked by; "
           f"`leaderboard.py build --seed {seed} --fresh {per_task}` scores every entry on them again")
     return 0
+
+
+def _board_model(board: Board, bench: str) -> str:
+    """The packaged model a benchmark on the board was recorded on (the embedded one unless its
+    info names another)."""
+    info = board.load()["benchmarks"].get(bench) or {}
+    models = info.get("model") if isinstance(info, dict) else None
+    named = packaged_name(str(models[0])) if isinstance(models, list) and len(models) == 1 else None
+    return named or EMBEDDED_NAME
 
 
 def cmd_figures(args, board: Board) -> int:

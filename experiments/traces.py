@@ -17,6 +17,7 @@ made them (``experiments.benchmarks.traces``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 import time
@@ -32,9 +33,9 @@ from decoding.cost import (NOISY_SPREAD, REFERENCE_CONTEXT, cost_profile, is_noi
                            measure_cost_profile, profile_path, reference_profile)
 from decoding.lossless import NUMERIC_MARGIN  # noqa: E402
 from experiments.benchmarks import tasks  # noqa: E402
-from experiments.benchmarks.traces import (BENCHMARK_FILE, benchmark_hash, first_prompts, load_trace_sets,  # noqa: E402
+from experiments.benchmarks.traces import (BENCHMARK_FILE, benchmark_hash, first_prompts, load_trace_sets, read_benchmark, traces_model,  # noqa: E402
                                           recording_folder, shipped_folder, write_benchmark, write_vocab)
-from experiments.cli import ArgumentParser, add_prompt_file_options, guarded, quiet_libraries  # noqa: E402
+from experiments.cli import ArgumentParser, add_prompt_file_options, add_traces_options, guarded, quiet_libraries  # noqa: E402
 from experiments.reporting.plots import write_loss_plot, write_signal_plot  # noqa: E402
 from experiments.reporting.tables import (LOSS_NOTES, describe_profile, format_profile, loss_notes,  # noqa: E402
                                           loss_table, render, report)
@@ -69,16 +70,19 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--ship", action="store_true",
                      help="record a versioned benchmark: scored with the reference CPU profile (nothing measured), "
                           f"hashed into {BENCHMARK_FILE}; into the shipped folder unless --out")
-    sub.add_parser("list", help="show recorded traces").add_argument("--traces", default=None)
+    add_traces_options(sub.add_parser("list", help="show recorded traces"))
     prof = sub.add_parser("profile", help="measure (or show) the model's cost profile and store it with its traces")
     prof.add_argument("--remeasure", action="store_true", help="measure again even when a profile is cached")
     prof.add_argument("--check", action="store_true",
                       help="measure again and report the drift from the cached profile (the cache is left as it is)")
+    prof.add_argument("--ship", action="store_true",
+                      help="measure now and make it the reference profile of the model's shipped benchmark "
+                           "(refused when the machine is busy); the benchmark is rehashed")
     prof.add_argument("--model", default=None)
     prof.add_argument("--device", default=None)
     rep = sub.add_parser("replay", help="replay drafters against traces")
     rep.add_argument("--drafters", default=None, help="comma-separated drafter specs (default: every registered drafter but the peers)")
-    rep.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
+    add_traces_options(rep)
     rep.add_argument("--results", default="results", help="folder for results JSONL (default: results/)")
     rep.add_argument("--fresh", action="store_true", help="replay again rows the results already hold")
     rep.add_argument("--quick", action="store_true",
@@ -88,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp = sub.add_parser("explain", help="where drafters lose time against the oracle, per task group (and a plot)")
     exp.add_argument("--drafters", default=lookup.DEFAULT_DRAFTER,
                      help=f"comma-separated drafter specs (default: {lookup.DEFAULT_DRAFTER})")
-    exp.add_argument("--traces", default=None, help="trace folder (default: the shipped benchmark)")
+    add_traces_options(exp)
     exp.add_argument("--plot", default="results/oracle_gap.png", help="where to draw the plot ('' for none)")
     exp.add_argument("--stream", action="store_true",
                      help="one stream of requests: drafters that keep a history across requests learn from earlier cases")
@@ -105,13 +109,13 @@ def build_parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit-acceptance", aliases=["fit-first-token"],
                          help="fit adaptive's models of acceptance (lookup/acceptance/first_token.py, lookup/acceptance/later_nodes.py) "
                               "on traces, held-out check included; --write writes the fit file")
-    fit.add_argument("--traces", default=None, help="trace folder (default: the shipped benchmark)")
+    add_traces_options(fit)
     fit.add_argument("--write", nargs="?", const=True, default=None, metavar="PATH",
                      help="write the fit file (default: lookup/acceptance/fits/<model>.<benchmark hash>.json, "
                           "where adaptive finds the fit of its profile's model)")
     ver = sub.add_parser("verify", help="re-decode recorded cases on the model here and compare them token by token")
     ver.add_argument("--cases", type=int, default=10, help="cases to re-decode, one per task in turn (default 10)")
-    ver.add_argument("--traces", default=None, help="trace folder (default: the embedded model's)")
+    add_traces_options(ver)
     ver.add_argument("--model", default=None)
     ver.add_argument("--device", default=None)
     return p
@@ -227,12 +231,40 @@ def cmd_profile(args) -> int:
     target = decoding.load_model(args.model, device=args.device)
     if args.check:
         return check_profile(target)
+    if args.ship:
+        return ship_profile(target)
     profile = cost_profile(target, remeasure=args.remeasure, progress=True)
     folder = recording_folder(target.name)
     profile.save(folder / "profile.json")
     print(format_profile(profile))
     print(describe_profile(profile))
     print(f"saved with the traces in {folder}")
+    return 0
+
+
+def ship_profile(target) -> int:
+    """Measure ``target``'s profile now and make it the reference profile of its shipped benchmark
+    (what every score of that benchmark is priced with), rehashing the benchmark; refused when the
+    measurement is noisy (the machine was busy) or the model has no shipped benchmark."""
+    folder = shipped_folder(target.name)
+    info = read_benchmark(folder)
+    if info is None:
+        raise PLDError(f"{target.name} has no shipped benchmark in {folder}: record one with `traces.py record --ship`")
+    now = measure_cost_profile(target, progress=True)
+    print(describe_profile(now))
+    if is_noisy(now):
+        print(f"not shipped: the machine was busy (repeats spread {100 * (now.spread or 0):.0f}%, load "
+              f"{now.load_per_core} per core); measure again when nothing else runs")
+        return 1
+    reference = dataclasses.replace(now, model=f"{target.name} (reference)",
+                                    host=f"{now.host}, nothing else running")
+    # the traces as they hash now (checked), with the new profile: the benchmark they make
+    sets = [dataclasses.replace(s, profile=reference) for s in load_trace_sets(folder)]
+    kept = {k: v for k, v in info.items() if k not in ("hash", "cases", "tokens", "tasks", "profile")}
+    reference.save(folder / "profile.json")
+    info = write_benchmark(folder, sets, **kept)
+    print(format_profile(reference))
+    print(f"the reference profile of benchmark {folder.name}, now {info['hash']}: {folder / 'profile.json'}")
     return 0
 
 
@@ -249,7 +281,9 @@ def check_profile(target) -> int:
     if is_noisy(now):
         print(f"this measurement is noise: the repeats spread over {100 * NOISY_SPREAD:.0f}%; "
               "check again when nothing else runs")
-    compared = [(name, p) for name, p in (("cached", cached), ("reference", reference_profile(target))) if p]
+    shipped = _read_shipped_profile(shipped_folder(target.name))  # a second model's benchmark's reference
+    reference = reference_profile(target) or shipped
+    compared = [(name, p) for name, p in (("cached", cached), ("reference", reference)) if p]
     if not compared:
         print("no cached or reference profile to compare with; `traces.py profile` caches this machine's")
         return 0
@@ -276,7 +310,11 @@ def cmd_record(args) -> int:
         raise PLDError(f"{folder} is the shipped benchmark; record elsewhere (--out), or rebuild it with --ship")
     folder.mkdir(parents=True, exist_ok=True)
     # a shipped benchmark is scored with the reference profile, so that boards from any machine agree
-    profile = CPU_SMOLLM2 if args.ship else cost_profile(target, progress=True)
+    profile = cost_profile(target, progress=True) if not args.ship else (
+        reference_profile(target) or _read_shipped_profile(folder) or CPU_SMOLLM2)
+    if args.ship and profile is CPU_SMOLLM2 and target.name != CPU_SMOLLM2.model.split(" (")[0]:
+        print(f"{target.name} has no reference profile yet: the benchmark is priced with SmolLM2's until "
+              f"`traces.py profile --model {target.name} --ship` measures one (on a quiet machine)")
     profile.save(folder / "profile.json")
     vocab = target.vocab()  # each id's text, for drafters that ask for it in replay
     if vocab is not None:
@@ -292,6 +330,12 @@ def cmd_record(args) -> int:
                                max_new_tokens=args.max_new_tokens)
         print(f"benchmark {info['hash']}: {info['cases']} cases, {info['tokens']} tokens")
     return 0
+
+
+def _read_shipped_profile(folder: Path) -> CostProfile | None:
+    """The reference profile a shipped benchmark holds already (kept when it is recorded further)."""
+    path = folder / "profile.json"
+    return CostProfile.load(path) if path.exists() and read_benchmark(folder) is not None else None
 
 
 def _suites_to_record(args) -> dict[str, list[tasks.Prompt]]:
@@ -311,7 +355,7 @@ def _suites_to_record(args) -> dict[str, list[tasks.Prompt]]:
 def cmd_verify(args) -> int:
     """Exit 1 when a case parts from its trace at a margin wider than float noise."""
     sets = load_trace_sets(args.traces)
-    target = decoding.load_model(args.model, device=args.device)
+    target = decoding.load_model(args.model or traces_model(sets), device=args.device)
     checks = check_traces(target, sets, args.cases)
     rows = [[c.case, c.tokens, "yes" if c.identical else "NO",
              None if c.identical else c.mismatch.position, None if c.identical else c.mismatch.margin,

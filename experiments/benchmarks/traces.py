@@ -39,7 +39,7 @@ from typing import BinaryIO, Collection, Sequence
 
 import numpy as np
 
-from decoding.loading import EMBEDDED_NAME, cache_dir
+from decoding.loading import EMBEDDED_NAME, cache_dir, packaged_name
 from decoding.target import TopRows
 from experiments.benchmarks.untrusted import (MAX_DEPTH, clean, open_regular, parse_json, read_bytes, read_json,
                                               too_deep)
@@ -307,6 +307,38 @@ def shipped_folder(model: str = EMBEDDED_NAME) -> Path:
 def default_folder() -> Path:
     """The traces replay, compare --replay, the bench and the competition use unless told otherwise."""
     return shipped_folder()
+
+
+def traces_model(sets: Sequence[TraceSet]) -> str | None:
+    """The packaged model (``decoding.loading.PACKAGED``) whose traces ``sets`` are, by the name the
+    cases record, or None (traces of another model: the caller names it)."""
+    names = {case.model for s in sets for case in s.cases[:1]}
+    return packaged_name(names.pop()) if len(names) == 1 else None
+
+
+def shipped_benchmarks() -> dict[str, Path]:
+    """Every shipped benchmark, by name (its model's folder name: ``SmolLM2-135M-Instruct``,
+    ``gemma-3-270m-q4_k_m``), the default (the embedded model's) first."""
+    found = sorted(p.parent for p in SHIPPED_ROOT.glob(f"*/{BENCHMARK_FILE}"))
+    default = default_folder()
+    return {p.name: p for p in sorted(found, key=lambda p: (p != default, p.name.lower()))}
+
+
+def benchmark_folder(name: str) -> Path:
+    """The folder of the shipped benchmark ``name``: its name (case aside), a unique prefix of it
+    (``smollm2``, ``gemma``) or of its hash; a PLDError naming the shipped ones otherwise."""
+    shipped = shipped_benchmarks()
+    low = name.strip().lower()
+    hashes = {n: str((read_benchmark(f) or {}).get("hash", "")) for n, f in shipped.items()}
+    for match in ([n for n in shipped if n.lower() == low], [n for n in shipped if low and n.lower().startswith(low)],
+                  [n for n, h in hashes.items() if len(low) >= 4 and h.startswith(low)]):
+        if len(match) == 1:
+            return shipped[match[0]]
+        if len(match) > 1:
+            raise PLDError(f"--benchmark {clean(name, 64)} names {len(match)} benchmarks ({', '.join(match)}): "
+                           "give more of the name")
+    listed = ", ".join(f"{n} ({hashes[n]})" for n in shipped) or "none"
+    raise PLDError(f"no shipped benchmark {clean(name, 64)}; the shipped ones: {listed} (or give a trace folder: --traces DIR)")
 
 
 def recording_folder(model: str) -> Path:

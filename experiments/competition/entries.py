@@ -212,6 +212,16 @@ def gpu_track(evaluation: Evaluation, track: Track, entry: dict, benchmark: str,
     return track_scores(evaluation.cases, entry["name"], entry["params"], track.profile, benchmark)
 
 
+def _fitted_on(submission, sets) -> str | None:
+    """The benchmark a built-in entry's fitted numbers come from, as the sandbox makes it: a cost-aware
+    drafter gets the benchmark's own profile (so a second model's entry reads that model's fit)."""
+    cls = lookup.get(submission.source["name"])
+    params = dict(submission.params)
+    if cls.uses_profile and "profile" not in params and sets:
+        params["profile"] = sets[0].profile
+    return lookup.create(submission.source["name"], **params).fitted_on()
+
+
 def run_submission(board: Board, submission, sets, info: dict, kind: str, limits, landlock: bool = True,
                    require_isolation: bool = False, stream: bool = False, keep_best: bool = False,
                    tracks: Sequence[Track] | None = None) -> dict:
@@ -271,7 +281,7 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
             for group, scores in entry["groups"].items():
                 scores["est_speedup_gpu"] = flat["groups"].get(group, {}).get("est_speedup")
     if evaluation.ok and kind in TRUSTED_KINDS and submission.source["kind"] == "builtin" \
-            and lookup.create(submission.source["name"], **submission.params).fitted_on() == info["hash"]:
+            and _fitted_on(submission, sets) == info["hash"]:
         # its numbers were fitted on these very cases: scored cross-fitted too (cross_fit.py)
         entry["cross_fitted"] = cross_fitted(submission, cross_folds(sets, info["hash"]), run, info["hash"])
     if keep_best:

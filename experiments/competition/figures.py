@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from decoding.loading import EMBEDDED_NAME
 from experiments.benchmarks.paths import ROOT
 from experiments.competition.board import Board, atomic_write, ranked
 from experiments.competition.entries import shown_entries
@@ -95,6 +96,8 @@ class View:
 
     entries: list[dict]
     info: dict
+    #: the board's other public benchmarks (a second model's), each as its own view
+    others: tuple["View", ...] = ()
 
     @property
     def fresh(self) -> bool:
@@ -127,9 +130,9 @@ class View:
         return sorted({g for e in self.entries for g in (e.get("groups") or {}) if isinstance(g, str)})
 
 
-def public_benchmark(data: dict) -> str:
-    """The benchmark the figures show: the public one of the board (a fresh benchmark is shown
-    through the public one it is linked to), the one with the newest entries if there are several."""
+def public_benchmarks(data: dict) -> list[str]:
+    """The public benchmarks of the board (a fresh benchmark is shown through the public one it is
+    linked to), the default (the embedded model's) first, then the newest."""
     links = data.get("fresh") if isinstance(data.get("fresh"), dict) else {}
     fresh = {link.get("hash") for link in links.values() if isinstance(link, dict)}
     newest: dict[str, str] = {}
@@ -139,23 +142,35 @@ def public_benchmark(data: dict) -> str:
             newest[bench] = max(newest.get(bench, ""), str(e.get("time") or ""))
     if not newest:
         raise PLDError("the board holds no entries; run `python experiments/leaderboard.py build`")
-    public = [b for b in newest if isinstance(info := data["benchmarks"].get(b), dict) and info.get("public") is True]
-    public = public or list(newest)
-    return max(public, key=lambda b: (newest[b], b))
+    infos = {b: info if isinstance(info := data["benchmarks"].get(b), dict) else {} for b in newest}
+    public = [b for b in newest if infos[b].get("public") is True] or list(newest)
+
+    def default(b: str) -> bool:  # boards built before benchmarks had names: the embedded model's
+        models = infos[b].get("model")
+        return infos[b].get("default") is True or ("default" not in infos[b] and isinstance(models, list)
+                                                   and EMBEDDED_NAME in models)
+    return sorted(public, key=lambda b: (default(b), newest[b], b), reverse=True)
+
+
+def public_benchmark(data: dict) -> str:
+    """The benchmark the figures show: :func:`public_benchmarks`' first."""
+    return public_benchmarks(data)[0]
 
 
 def load_view(board: Board) -> View:
     """The view of ``board``'s public benchmark; one-line errors for a missing, empty or malformed board."""
     if not board.path.is_file():
         raise PLDError(f"no board file at {clean(board.path)}; run `python experiments/leaderboard.py build`")
-    bench = public_benchmark(board.load())
-    entries, info = shown_entries(board, bench)
-    try:
-        ranked(entries)  # sorts by score: a score that is not a number fails here, not in a view
-    except TypeError:
-        raise PLDError(f"{clean(board.path)} is not a board file: a score of benchmark {clean(bench, 64)} "
-                       "is not a number") from None
-    return View(entries, info)
+    views = []
+    for bench in public_benchmarks(board.load()):
+        entries, info = shown_entries(board, bench)
+        try:
+            ranked(entries)  # sorts by score: a score that is not a number fails here, not in a view
+        except TypeError:
+            raise PLDError(f"{clean(board.path)} is not a board file: a score of benchmark {clean(bench, 64)} "
+                           "is not a number") from None
+        views.append(View(entries, info))
+    return View(views[0].entries, views[0].info, tuple(views[1:]))
 
 
 # -- the regions ------------------------------------------------------------------------------------------
@@ -362,7 +377,60 @@ def region_gpu_tracks(view: View) -> str:
             " public cases): estimated speedup and the share of the track's oracle gain.\n\n" + table)
 
 
+def _model_of(view: View) -> str:
+    name, models = view.info.get("name"), view.info.get("model")
+    return md(name if isinstance(name, str) else models[0] if isinstance(models, list) and models else "?", 48)
+
+
+def region_benchmarks(view: View) -> str:
+    """Each public benchmark's ranking side by side (one per model): per entry, its rank, score and
+    share of the oracle's gain on each (CPU track, ranked by fresh cases where linked); rows in the
+    default benchmark's order."""
+    views = (view, *view.others)
+    order: list[str] = []
+    for v in views:
+        order += [n for e in v.ranking() if (n := e.get("name")) not in order and isinstance(n, str)]
+    headers, oracles = ["entry"], []
+    for v in views:
+        headers += [f"{_model_of(v)}: #", "score", "of oracle gain"]
+        oracles.append(v.oracle)
+    rows = [["oracle (ceiling)", *(c for o in oracles for c in ("-", _x((o or {}).get("score")), "100%"))]]
+    for name in order:
+        cells = [md(name, 48)]
+        for v, o in zip(views, oracles):
+            ranking = v.ranking()
+            place = next((i for i, e in enumerate(ranking, 1) if e.get("name") == name), None)
+            e = ranking[place - 1] if place else None
+            kind = " (peer)" if e is not None and e.get("kind") == PEER else ""
+            cells += [f"{place}{kind}" if place else "-", _x((e or {}).get("score")),
+                      _pct(oracle_gain(_num((e or {}).get("score")), _num((o or {}).get("score")))) if e else "-"]
+        rows.append(cells)
+    caption = ("From the board (`leaderboard/board.json`), each shipped benchmark side by side: "
+               + "; ".join(f"{_model_of(v)} {md(v.info.get('hash'), 64)}, "
+                           + (f"ranked by {_num((v.info.get('fresh_link') or {}).get('cases')) or 0:.0f} fresh cases"
+                              if v.fresh else f"{_num(v.info.get('cases')) or 0:.0f} public cases")
+                           for v in views)
+               + ". Estimated speedup over plain greedy decoding under each benchmark's own CPU profile; the "
+                 "peers rank with our entries here.")
+    return caption + "\n\n" + render(headers, rows, markdown=True)
+
+
+def region_benchmark_groups(view: View) -> str:
+    """Per benchmark and task group (public cases): the oracle, our best entry and the best peer,
+    with their shares of the oracle's gain."""
+    parts = []
+    for v in (view, *view.others):
+        ours, peers = v.ours(), v.peers()
+        table = _group_table(v, [("our best", lambda g, o=ours: best_in_group(o, g), True),
+                                 ("best peer", lambda g, p=peers: best_in_group(p, g), True)],
+                             [_best_public(v, ours), _best_public(v, peers)], ratio="ours / peer")
+        parts.append(f"**{_model_of(v)}** (benchmark {md(v.info.get('hash'), 64)}, public cases)\n\n{table}")
+    return "\n\n".join(parts)
+
+
 REGIONS: dict[str, Callable[[View], str]] = {
+    "benchmarks": region_benchmarks,
+    "benchmark-groups": region_benchmark_groups,
     "board": region_board,
     "peers-by-group": region_peers_by_group,
     "adaptive-groups": region_adaptive_groups,

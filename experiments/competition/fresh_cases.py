@@ -1,5 +1,6 @@
 """Fresh cases for an official build: prompts made from a seed drawn then, recorded live on the
-embedded model, scored with the shipped benchmark's reference profile. No file can know them.
+benchmark's model (the embedded one, or a second packaged model's), scored with its shipped
+benchmark's reference profile. No file can know them.
 
     seed = draw_seed()
     sets, folder = record_fresh(seed, per_task=10)        # cached: the same seed records once
@@ -23,9 +24,9 @@ from typing import Sequence
 from tqdm import tqdm
 
 import decoding
-from decoding.loading import cache_dir
+from decoding.loading import EMBEDDED_NAME, cache_dir
 from experiments.benchmarks.fresh import FRESH_VERSION, TASKS, fresh_prompts, space_size
-from experiments.benchmarks.traces import TraceSet, load_trace_sets, shipped_folder, write_benchmark
+from experiments.benchmarks.traces import TraceSet, load_trace_sets, model_key, shipped_folder, write_benchmark
 from experiments.competition.scoring import benchmark_info
 from experiments.running.record import record
 from lookup.errors import PLDError
@@ -41,30 +42,32 @@ def draw_seed() -> int:
     return secrets.randbelow(2**31)
 
 
-def fresh_folder(seed: int, per_task: int) -> Path:
-    """Where the fresh cases of ``seed`` are recorded: the cache, never the checkout (the next
-    build draws other cases; these stay for anyone who wants to check them)."""
-    return cache_dir() / "fresh" / f"v{FRESH_VERSION}-seed{seed}-n{per_task}"
+def fresh_folder(seed: int, per_task: int, model: str = EMBEDDED_NAME) -> Path:
+    """Where the fresh cases of ``seed`` are recorded on ``model``: the cache, never the checkout
+    (the next build draws other cases; these stay for anyone who wants to check them)."""
+    of = "" if model == EMBEDDED_NAME else f"-{model_key(model)}"
+    return cache_dir() / "fresh" / f"v{FRESH_VERSION}-seed{seed}-n{per_task}{of}"
 
 
 def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=print,
-                 folder: Path | None = None) -> tuple[list[TraceSet], Path]:
-    """Make the prompts of ``seed`` and record them into ``folder`` (default :func:`fresh_folder`;
-    what is recorded there already is kept: a build that stopped goes on where it stopped).
-    Returns the trace sets and their folder."""
+                 folder: Path | None = None, model: str = EMBEDDED_NAME) -> tuple[list[TraceSet], Path]:
+    """Make the prompts of ``seed`` and record them on ``model`` (a packaged model's name: the
+    benchmark's, ``decoding.loading.PACKAGED``) into ``folder`` (default :func:`fresh_folder`; what
+    is recorded there already is kept: a build that stopped goes on where it stopped), scored with
+    the reference profile of ``model``'s shipped benchmark. Returns the trace sets and their folder."""
     if per_task < 1:
         raise PLDError(f"--fresh must be >= 1 prompts per task, got {per_task}")
-    folder = Path(folder) if folder is not None else fresh_folder(seed, per_task)
+    folder = Path(folder) if folder is not None else fresh_folder(seed, per_task, model)
     folder.mkdir(parents=True, exist_ok=True)
-    reference = shipped_folder() / "profile.json"
+    reference = shipped_folder(model) / "profile.json"
     if not (folder / "profile.json").exists():  # scored as the public benchmark is: its reference profile
         shutil.copyfile(reference, folder / "profile.json")
     prompts = fresh_prompts(seed, per_task)
     total = sum(len(p.turns) for task in TASKS for p in prompts[task])
     t0 = time.perf_counter()
     if target is None:
-        say(f"fresh cases: seed {seed}, {total} cases (generator v{FRESH_VERSION}); recording on the embedded model")
-        target = decoding.load_model()
+        say(f"fresh cases: seed {seed}, {total} cases (generator v{FRESH_VERSION}); recording on {model}")
+        target = decoding.load_model(None if model == EMBEDDED_NAME else model)
     with tqdm(total=total, desc="fresh cases", unit="case", leave=False, dynamic_ncols=True,
               disable=not sys.stderr.isatty()) as bar:
         for task in TASKS:

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from decoding.generate import GenerationResult, Stats
 from experiments.benchmarks.paths import portable_path
-from experiments.benchmarks.traces import TraceCase, benchmark_hash, shipped_folder
+from experiments.benchmarks.traces import TraceCase, benchmark_hash, default_folder, shipped_benchmarks
 from experiments.reporting.summary import est_speedup_of, geo_mean, summarize
 from experiments.running.oracle import ORACLE_CAP, cost_aware_oracle_times, oracle_steps
 from experiments.running.tracks import CPU_TRACK, GPU_TRACKS, TRACKS, Track, track_named  # noqa: F401 (the board's tracks)
@@ -39,12 +39,18 @@ GPU_FORWARD_S = GPU_PROFILE.cost(1)
 def benchmark_info(sets, folder) -> dict:
     """What a reader of the board needs to know about the benchmark behind it."""
     cpu = sets[0].profile
+    shipped = {f.resolve(): name for name, f in shipped_benchmarks().items()}
+    name = shipped.get(Path(folder).resolve())
     return {
         "hash": benchmark_hash(sets),
         "folder": portable_path(folder),
-        # the shipped benchmark is public: what an entry says about it may be shown; of any other
+        # a shipped benchmark is public: what an entry says about it may be shown; of any other
         # (fresh cases, a private set) the board keeps no word of the entry's own
-        "public": Path(folder).resolve() == shipped_folder().resolve(),
+        "public": name is not None,
+        # the embedded model's is the default one: the board's own views; another shipped one (a
+        # second model's) has its views in a folder of the board named for it
+        "name": name,
+        "default": Path(folder).resolve() == default_folder().resolve(),
         "tasks": {s.task: len(s.cases) for s in sets},
         "cases": sum(len(s.cases) for s in sets),
         "tokens": sum(s.tokens for s in sets),

@@ -102,3 +102,40 @@ def test_a_dataset_needs_its_template(tmp_path, toy_model, capsys):
     assert traces.main(["record", "--dataset", str(data), "--template", "Summarize: {article}",
                         "--category", "news", "--out", str(tmp_path / "x"), "--max-new-tokens", "4"]) == 0
     assert [s.task for s in load_trace_sets(tmp_path / "x")] == ["news"]
+
+
+# -- profile --ship: a second model's benchmark gets its own reference profile --------------------------------
+def _shipped_toy(tmp_path, monkeypatch, target) -> "Path":
+    """A shipped benchmark of ``target`` (the toy) in a scratch data folder, as `record --ship` leaves it."""
+    from experiments.benchmarks import traces as trace_files
+
+    monkeypatch.setattr(trace_files, "SHIPPED_ROOT", tmp_path / "data")
+    monkeypatch.setattr(traces, "shipped_folder", trace_files.shipped_folder)
+    folder = trace_files.shipped_folder(target.name)
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS[:2])
+    assert traces.main(["record", "--ship", "--questions", questions, "--out", str(folder), "--max-new-tokens", "4"]) == 0
+    return folder
+
+
+@pytest.mark.parametrize("noisy", [False, True])
+def test_profile_ship_makes_a_quiet_measurement_the_benchmarks_reference_and_refuses_a_noisy_one(
+        tmp_path, monkeypatch, toy_model, capsys, noisy):
+    from experiments.benchmarks.traces import read_benchmark
+
+    folder = _shipped_toy(tmp_path, monkeypatch, toy_model)
+    before = read_benchmark(folder)
+    measured = CostProfile((1, 2, 8), (0.02, 0.021, 0.03), model=toy_model.name, device="cpu",
+                           spread=0.25 if noisy else 0.02, load_per_core=0.1, host="a test")
+    monkeypatch.setattr(traces, "measure_cost_profile", lambda *a, **k: measured)
+    code = traces.main(["profile", "--ship"])
+    after = read_benchmark(folder)
+    shipped = CostProfile.load(folder / "profile.json")
+    if noisy:  # nothing changes: the benchmark keeps its profile and its hash
+        assert code == 1 and "not shipped" in capsys.readouterr().out
+        assert after == before and shipped.model != f"{toy_model.name} (reference)"
+        return
+    assert code == 0
+    assert shipped.model == f"{toy_model.name} (reference)" and shipped.seconds == measured.seconds
+    # the profile is part of the hash: rehashed, the rest of BENCHMARK.json kept
+    assert after["hash"] != before["hash"] and after["model"] == toy_model.name and after["max_new_tokens"] == 4
+    assert load_trace_sets(folder)[0].profile == shipped

@@ -144,3 +144,21 @@ def test_the_board_cross_fits_exactly_the_entries_fitted_on_the_benchmark_it_sco
     details = render.entry_details(fitted, [], info)
     assert "adaptive-fitted cross-fitted" in details and "in sample" in details
     assert "cross-fitted (each half" not in render.entry_details(plain, [], info)
+
+
+def test_a_second_models_adaptive_is_cross_fitted_on_its_own_models_benchmark():
+    """The sandbox hands a cost-aware entry the benchmark's profile, so on a second model's benchmark
+    `adaptive` reads that model's fit: the board must see it as fitted on that benchmark (and cross-fit it)."""
+    from types import SimpleNamespace
+
+    from experiments.competition.entries import _fitted_on
+    from lookup.acceptance import fits as fits_module
+
+    for path in fits_module.shipped():
+        fit = fits_module.Fits.load(path)
+        profile = dataclasses.replace(CPU_SMOLLM2, model=f"{fit.model} (reference)")
+        sets = [SimpleNamespace(profile=profile)]
+        adaptive = SimpleNamespace(source={"kind": "builtin", "name": "adaptive"}, params={})
+        assert _fitted_on(adaptive, sets) == fit.benchmark
+        plain = SimpleNamespace(source={"kind": "builtin", "name": "plain"}, params={})
+        assert _fitted_on(plain, sets) is None

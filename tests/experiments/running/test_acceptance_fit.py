@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from experiments.benchmarks.traces import TraceCase, TraceSet, append_case
-from experiments.benchmarks.traces import benchmark_hash, load_trace_sets
+from experiments.benchmarks.traces import benchmark_hash, load_trace_sets, shipped_benchmarks
 from experiments.running import acceptance_fit
 from experiments.running.acceptance_fit import FEATURES, _Collector, collect, fit, fits_of, held_out
-from lookup.acceptance import WITH_HISTORY, Fits, default_fits, first_token, later_nodes
+from lookup.acceptance import WITH_HISTORY, Fits, first_token, later_nodes
 from lookup.acceptance import fits as fits_module
 from lookup.base import SOURCES, Agreement, Draft, Drafter, Evidence
 from lookup.cost import CPU_SMOLLM2
@@ -159,12 +159,14 @@ def test_the_fit_command_prints_a_fit_writes_it_and_refuses_too_little(tmp_path,
     assert "too few drafts" in capsys.readouterr().err
 
 
-def test_the_shipped_fit_is_the_fit_of_the_shipped_benchmark_byte_for_byte():
-    """Refitting on the shipped benchmark, with today's priors and collecting drafter, writes the shipped
-    file again: a change of either (or of the benchmark) that leaves the fit stale fails here. Rerun
-    ``python experiments/traces.py fit-acceptance --write`` and commit the file it writes."""
-    shipped = default_fits()
-    sets = load_trace_sets(None)
+@pytest.mark.parametrize("path", fits_module.shipped(), ids=lambda p: p.name.split(".")[0])
+def test_each_shipped_fit_is_the_fit_of_its_models_shipped_benchmark_byte_for_byte(path):
+    """Refitting on a model's shipped benchmark, with today's priors and collecting drafter, writes its
+    shipped file again: a change of either (or of the benchmark) that leaves the fit stale fails here. Rerun
+    ``python experiments/traces.py fit-acceptance --benchmark MODEL --write`` and commit the file it writes."""
+    shipped = fits_module.Fits.load(path)
+    assert shipped.model in shipped_benchmarks(), f"{path.name}: a fit of a model without a shipped benchmark"
+    sets = load_trace_sets(shipped_benchmarks()[shipped.model])
     assert shipped.benchmark == benchmark_hash(sets), "the shipped fit was made on another benchmark"
     assert shipped.settings == acceptance_fit.settings(), "the priors or the collecting drafter changed since the fit"
     fits = fits_of(collect(sets), sets[0].path.parent.name, benchmark_hash(sets))
