@@ -36,9 +36,13 @@ The 1-minute load average is recorded before every measurement and at the start 
 round.
 
 Acceptance comes per request from vLLM's ``per_request_spec_decode_metrics`` ("summary": drafted and
-accepted draft tokens and the histogram of accepted tokens per step), summed per measurement; vLLM's
-process-wide Prometheus counters are not used (with several engines in one process they count one
-engine only). Each request's output is compared with ``none``'s at the same batch size in the same
+accepted draft tokens, the steps with a draft and the histogram of accepted tokens per step), summed
+per measurement; each request's steps (the forwards that produced its tokens: tokens less accepted
+draft tokens, as far as they were output) come with them. vLLM's process-wide Prometheus counters are not used (with several
+engines in one process they count one engine only). The proposer's own time, vLLM's and ours alike,
+is taken inside the engine (:class:`ProposerClock`, mixed into its worker): wall and CPU seconds of
+its calls, per measurement, and in the table its microseconds per step and its share of the
+measured time. Each request's output is compared with ``none``'s at the same batch size in the same
 round. Prints a table and the verdicts, and writes JSON with every measurement, every request, the
 thread settings (the engine runs one OpenMP thread, which is also a torch thread, per core in
 ``VLLM_CPU_OMP_THREADS_BIND``), memory, versions and load averages.
@@ -72,6 +76,7 @@ if TYPE_CHECKING:
     from experiments.benchmarks.tasks import Prompt
 
 PROPOSER = "decoding.integrations.vllm.DrafterProposer"  # loaded by vLLM's engine process by this path
+CLOCK = "experiments.bench_vllm.ProposerClock"  # mixed into the engine's worker by this path
 DEFAULT_METHODS = "none,ngram,ngram@schedule,suffix,suffix-automaton,adaptive"
 VLLM_METHODS = ("ngram", "ngram@schedule", "suffix")  # vLLM's own speculative methods
 DEFAULT_TASKS = "summarization,doc-qa,code-edit"  # input-grounded: answers copy spans of the prompt
@@ -80,8 +85,9 @@ WHOLE = "@whole"  # suffix of a drafter spec: our proposer without its batch rul
 MODEL_ENV = "PLD_LAB_MODEL_DIR"
 GIB = 2 ** 30
 MEMORY_MARGIN = 3 * GIB  # left free when deciding whether every engine fits at once
-HEADERS = ("method", "batch", "tokens/s", "min-max", "x none", "min-max", "vs none", "drafted", "accepted",
-           "accept %", "req. accept % (IQR)", "mean acc. len", "same as none", "load")
+HEADERS = ("method", "batch", "tokens/s", "min-max", "x none", "min-max", "vs none", "steps", "drafted", "accepted",
+           "accept %", "req. accept % (IQR)", "mean acc. len", "proposer us/step", "proposer %", "same as none",
+           "load")
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,10 @@ class Measurement:
     differing: list[str] = field(default_factory=list)  # ids of the prompts whose output differs
     load_before: float = 0.0  # 1-minute load average when the measurement began
     order: int = 0  # its place in the run (0 = first)
+    steps: int = 0  # the forwards that produced the tokens, all requests (request_steps)
+    #: the speculative method's proposer inside the engine (ProposerClock): calls, rows drafted for,
+    #: wall and CPU seconds; None without speculation
+    proposer: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +164,10 @@ class Summary:
     same_as_none: int | None  # over every round
     compared: int
     load: Spread
+    steps: int = 0  # median over rounds: forwards that produced the tokens
+    #: median over rounds of the proposer's wall time per call (one a step), in microseconds (None: no proposer)
+    proposer_us_per_step: float | None = None
+    proposer_share: float | None = None  # median over rounds: its share of the measurement's wall time
 
     @property
     def acceptance(self) -> float | None:
@@ -405,6 +419,7 @@ def engine_settings(method: str, args: argparse.Namespace, max_model_len: int, k
                                                      **({} if rule is None else {"batch_rule": rule})}}
     settings["speculative_config"] = spec
     settings["per_request_spec_decode_metrics"] = "summary"  # drafted / accepted per request
+    settings["worker_extension_cls"] = CLOCK  # the proposer's own time, whichever it is
     return settings
 
 
@@ -454,6 +469,47 @@ class Engines:
         self.live.clear()
 
 
+class ProposerClock:
+    """Mixed into vLLM's worker (``worker_extension_cls``): times its proposer's ``propose`` calls,
+    vLLM's own (ngram, suffix) and ours alike, inside the engine process."""
+
+    def pld_proposer_clock(self) -> dict | None:
+        """What the proposer's calls took since the last call of this (the first call starts the
+        clock): calls, rows drafted for (every row of a call), wall and CPU (this thread's) seconds;
+        with our proposer, the prices its batch rule has learnt so far. None where the engine has no
+        proposer."""
+        drafter = getattr(getattr(self, "model_runner", None), "drafter", None)
+        if drafter is None:
+            return None
+        clock = getattr(drafter, "_pld_clock", None)
+        if clock is None:
+            clock = drafter._pld_clock = {"calls": 0, "rows": 0, "seconds": 0.0, "cpu_seconds": 0.0}
+            inner = drafter.propose
+
+            def timed(*args, **kwargs):
+                wall, cpu = time.perf_counter(), time.thread_time()
+                out = inner(*args, **kwargs)
+                clock["seconds"] += time.perf_counter() - wall
+                clock["cpu_seconds"] += time.thread_time() - cpu
+                clock["calls"] += 1
+                clock["rows"] += len(out)  # one draft (maybe empty) per row of the batch
+                return out
+
+            drafter.propose = timed
+        read = dict(clock)
+        clock.update(calls=0, rows=0, seconds=0.0, cpu_seconds=0.0)
+        # our proposer's batch rule: the prices (fixed_tokens, row_tokens) it has learnt from the steps
+        costs = getattr(drafter, "costs", None)
+        learnt = costs.tokens() if costs is not None else None
+        read["learnt_prices"] = None if learnt is None else [float(x) for x in learnt]
+        return read
+
+
+def proposer_clock(llm: Any) -> dict | None:
+    """The engine's :meth:`ProposerClock.pld_proposer_clock` (its one worker's)."""
+    return llm.collective_rpc("pld_proposer_clock")[0]
+
+
 def engine_facts(llm: Any) -> dict:
     """Scheduler settings vLLM chose for itself (the same for every method, unless the drafts change them)."""
     scheduler = getattr(getattr(llm.llm_engine, "vllm_config", None), "scheduler_config", None)
@@ -482,14 +538,25 @@ def request_record(prompt_id: str, output: Any) -> dict:
     """What a request generated and vLLM's per-request spec-decode metrics for it (``output`` is a
     ``CompletionOutput``; its ``spec_decode_metrics`` is None without speculation)."""
     metrics = getattr(output, "spec_decode_metrics", None)
-    record: dict[str, Any] = {"prompt": prompt_id, "tokens": len(output.token_ids)}
+    # without a draft, each forward commits one token (the prompt's commits the first)
+    record: dict[str, Any] = {"prompt": prompt_id, "tokens": len(output.token_ids), "steps": len(output.token_ids)}
     if metrics is not None:
         m = metrics.to_dict()
-        record.update(spec_steps=m["num_spec_steps"], draft_tokens=m["num_draft_tokens"],
+        record.update(steps=request_steps(len(output.token_ids), m["num_spec_steps"], m["num_accepted_draft_tokens"]),
+                      spec_steps=m["num_spec_steps"], draft_tokens=m["num_draft_tokens"],
                       accepted_tokens=m["num_accepted_draft_tokens"], histogram=list(m["acceptance_histogram"]),
                       acceptance=m["num_accepted_draft_tokens"] / m["num_draft_tokens"] if m["num_draft_tokens"]
                       else None)
     return record
+
+
+def request_steps(tokens: int, spec_steps: int, accepted: int) -> int:
+    """The forwards that produced a request's ``tokens``: its prompt's, which samples the first, then
+    one a step, each committing one token and its accepted draft tokens. A step with a draft is one
+    of them (``spec_steps``); a step without commits one token. The last step's accepted tokens past
+    ``max_tokens`` (or an end of text) count as accepted but are not output, so the steps without a
+    draft are at least none."""
+    return 1 + spec_steps + max(0, tokens - 1 - spec_steps - accepted)
 
 
 def accepted_by_position(histogram: Sequence[int]) -> list[int]:
@@ -504,7 +571,8 @@ def totals(records: Sequence[dict]) -> dict:
     for r in records:
         for j, c in enumerate(r.get("histogram", [])):
             hist[j] += c
-    return {"drafts": sum(r.get("spec_steps", 0) for r in records),
+    return {"steps": sum(r.get("steps", 0) for r in records),
+            "drafts": sum(r.get("spec_steps", 0) for r in records),
             "draft_tokens": sum(r.get("draft_tokens", 0) for r in records),
             "accepted_tokens": sum(r.get("accepted_tokens", 0) for r in records),
             "accepted_per_position": accepted_by_position(hist)}
@@ -518,6 +586,9 @@ def measure(llm: Any, slot: Slot, prompts: list[BenchPrompt], args: argparse.Nam
 
     params = SamplingParams(temperature=0, max_tokens=args.max_new_tokens, ignore_eos=args.ignore_eos)
     warm_up(llm, prompts[:1], tokens=4)  # wake an engine that sat idle while the others ran
+    speculative = slot.method != "none"
+    if speculative:
+        proposer_clock(llm)  # starts (or restarts) the clock
     load = os.getloadavg()[0]
     outputs: list[list[int]] = []
     records: list[dict] = []
@@ -533,7 +604,7 @@ def measure(llm: Any, slot: Slot, prompts: list[BenchPrompt], args: argparse.Nam
                             **request_record(p.id, r.outputs[0])})
     tokens = sum(map(len, outputs))
     row = Measurement(slot.method, slot.batch, slot.round, tokens, seconds, tokens / seconds,
-                      load_before=load, **totals(records))
+                      load_before=load, proposer=proposer_clock(llm) if speculative else None, **totals(records))
     return row, outputs, records
 
 
@@ -605,8 +676,17 @@ def summarize(rows: Sequence[Measurement], records: Sequence[dict]) -> list[Summ
             int(median(r.drafts for r in mine)), quartiles(accept),
             sum(r.same_as_none for r in compared) if compared else None,
             sum(r.same_as_none + len(r.differing) for r in compared),
-            Spread.of([r.load_before for r in mine])))
+            Spread.of([r.load_before for r in mine]), int(median(r.steps for r in mine)),
+            *proposer_time([r for r in mine if r.proposer and r.proposer.get("calls")])))
     return out
+
+
+def proposer_time(rows: Sequence[Measurement]) -> tuple[float | None, float | None]:
+    """The median over ``rows`` of the proposer's microseconds per call and of its share of the time."""
+    if not rows:
+        return None, None
+    return (float(median(1e6 * r.proposer["seconds"] / r.proposer["calls"] for r in rows)),
+            float(median(r.proposer["seconds"] / r.seconds for r in rows)))
 
 
 def versus(rows: Sequence[Measurement], ours: Sequence[str], theirs: Sequence[str]) -> list[tuple[int, str, str, str]]:
@@ -635,12 +715,13 @@ def table(summaries: Sequence[Summary], markdown: bool = False) -> str:
     return render(HEADERS, [
         (s.method, s.batch, f"{s.tokens_per_s.median:.1f}", s.tokens_per_s.text(),
          fmt(s.ratio.median if s.ratio else None, ".2f"), s.ratio.text(".2f") if s.ratio else "-",
-         s.vs_none or "-", s.draft_tokens, s.accepted_tokens,
+         s.vs_none or "-", s.steps, s.draft_tokens, s.accepted_tokens,
          fmt(None if s.acceptance is None else 100 * s.acceptance, ".0f"),
          "-" if s.request_acceptance is None else
          f"{100 * s.request_acceptance.median:.0f} ({100 * s.request_acceptance.lo:.0f}-"
          f"{100 * s.request_acceptance.hi:.0f})",
-         fmt(s.mean_acceptance_length, ".2f"),
+         fmt(s.mean_acceptance_length, ".2f"), fmt(s.proposer_us_per_step, ".0f"),
+         fmt(None if s.proposer_share is None else 100 * s.proposer_share, ".1f"),
          "-" if s.same_as_none is None else f"{s.same_as_none}/{s.compared}", s.load.text())
         for s in summaries], markdown=markdown)
 

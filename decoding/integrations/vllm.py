@@ -16,25 +16,34 @@ it the row's new tokens confirm.
 
 The batch rule: drafting less as the batch grows. Verifying is not free: one forward verifies
 every row's last token and draft, and its time grows with the rows and with the draft tokens. Model
-a step as costing ``fixed + per_row * rows + nodes``, in units of one draft token's cost
-(``BatchRule.fixed_tokens`` and ``BatchRule.row_tokens``: a step's fixed cost, and one row's own
-cost, its token and its share of the engine's work per request). Each step the proposer estimates,
-for every node of every offered draft, ``p`` = P(the node and all before it are accepted), and
-sends the nodes that maximise the batch's expected tokens per unit of cost::
+a step as costing ``fixed + per_row * rows + nodes``, in units of one draft token's cost. Each step
+the proposer estimates, for every node of every offered draft, ``p`` = P(the node and all before it
+are accepted), and sends the nodes that maximise the batch's expected tokens per unit of cost::
 
     (rows + sum of the sent nodes' p) / (fixed + per_row * rows + sent nodes)
 
 (taking nodes in order of ``p``, so each row sends a prefix of its draft: :func:`batch_cut`). A node
 is worth sending from ``p`` of about ``rows / (fixed + per_row * rows)``, which grows with the batch
-towards ``1 / per_row``: an engine whose rows are dear next to draft tokens (vLLM on a CPU) keeps
-drafting likely nodes at any batch; one whose rows are nearly free (a GPU below its compute bound:
-``per_row`` near 1) drafts only near-certain nodes in a big batch. ``p`` is the product of the
-request's acceptance rates by depth, learnt from its own committed tokens, decayed, starting from a
-prior (``BatchRule``): each offered draft is judged against the tokens committed after it, once
-they decide it, so the nodes the rule withheld are judged too (greedy decoding commits the same
-tokens whatever was sent) and a row that drafted nothing still learns. Configure it with
-``additional_config={"pld_lab": {"batch_rule": {...}}}`` (``BatchRule``'s fields), or
-``"batch_rule": false`` to send every offered draft whole.
+towards ``1 / per_row``: an engine whose rows are dear next to draft tokens keeps drafting likely
+nodes at any batch; one whose rows are nearly free (a GPU below its compute bound: ``per_row`` near
+1) drafts only near-certain nodes in a big batch.
+
+The prices come from the engine's own steps (:class:`~decoding.integrations.step_costs.StepCosts`):
+the time from one ``propose`` call to the next is one step, which decoded that call's rows and
+verified the nodes the previous call sent them (steps with a prefill or a new request in them are
+left out). The fit starts from ``BatchRule.fixed_tokens`` and ``BatchRule.row_tokens``, a hand fit
+for our 2-core CPU, which also settles what the steps do not tell apart (a step's fixed cost from a
+row's, in a steady batch); ``learn_costs`` 0 keeps the hand fit alone.
+
+``p`` is the product of acceptance rates by depth, for the draft's *match class*: drafts copied
+after a 1-token match are accepted far less often than drafts after an 8-token one
+(:data:`MATCH_CLASSES`, from the drafter's :meth:`~lookup.base.Drafter.match_length`; one class for
+a drafter that reports none). The rates are learnt from every request (decayed) and, per request,
+from its own committed tokens on top of those. Each offered draft is judged against the tokens
+committed after it, once they decide it, so the nodes the rule withheld are judged too (greedy
+decoding commits the same tokens whatever was sent) and a row that drafted nothing still learns.
+Configure it with ``additional_config={"pld_lab": {"batch_rule": {...}}}`` (``BatchRule``'s
+fields), or ``"batch_rule": false`` to send every offered draft whole.
 
 History: with a drafter spec that keeps a history of earlier requests (``history=true``, in a
 :class:`lookup.history.History`: ``suffix-automaton`` and ``adaptive``), every request's drafter
@@ -51,16 +60,18 @@ variable ``PLD_LAB_DRAFTER``, else ``DEFAULT_DRAFTER``. SPEC is a name, a ``name
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field, fields
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from decoding.integrations.drafters import asks_for_history, history_of, make_drafter, share_history
+from decoding.integrations.step_costs import StepCosts
 from decoding.vocab import vocab_strings
 from lookup.base import EMPTY_TOKENS, Draft, Drafter, hand_vocab
 from lookup.errors import PLDError
-from lookup.policy import DecayedRate
+from lookup.policy import DecayedRate, smoothed_rate
 
 #: the drafter spec when none is configured. Not ``lookup.DEFAULT_DRAFTER`` (``adaptive``), for
 #: measured reasons (the vLLM benchmark and the proposer's timings in docs/integrations.md;
@@ -71,11 +82,18 @@ DEFAULT_DRAFTER = "suffix-automaton"
 ENV_VAR = "PLD_LAB_DRAFTER"
 #: drafters kept for requests absent from a step (preempted, or finished: forgotten after this many)
 KEEP_ABSENT_STEPS = 8
-#: the batch rule's cost model for vLLM 0.32 on our 2-core CPU (SmolLM2-135M, fp32), in units of one
-#: draft token (~1 ms): a step ~22, each row ~5. Fitted from plain decoding and from drafts that are
-#: never accepted (5 a row), at batch 4 and 16 (docs/integrations.md says how to refit them).
+#: the batch rule's starting cost model, a hand fit for vLLM 0.32 on our 2-core CPU (SmolLM2-135M,
+#: fp32), in units of one draft token (~1 ms): a step ~22, each row ~5. Fitted from plain decoding
+#: and from drafts that are never accepted (5 a row), at batch 4 and 16; the engine's own steps
+#: refine it as it runs (:class:`~decoding.integrations.step_costs.StepCosts`).
 FIXED_TOKENS = 22.0
 ROW_TOKENS = 5.0
+#: match lengths where a new class of the batch rule's acceptance rates starts: a draft copied after a
+#: longer match is accepted more often, so its nodes are judged apart (classes: no length reported,
+#: 1, 2, 3, 4-5, 6-7, 8 and more tokens)
+MATCH_CLASSES = (1, 2, 3, 4, 6, 8)
+#: weight an observation keeps in the rates every request shares, per later observation of any request
+SHARED_DECAY = 0.995
 
 
 @dataclass(frozen=True)
@@ -94,6 +112,11 @@ class BatchRule:
     strength: float = 2.0
     #: weight an observation keeps per step of its request (recent steps weigh more)
     decay: float = 0.95
+    #: 1: price rows and nodes by the engine's own steps (:class:`StepCosts`, starting from
+    #: ``fixed_tokens`` and ``row_tokens``); 0: by ``fixed_tokens`` and ``row_tokens`` alone
+    learn_costs: float = 1.0
+    #: how many steps ``fixed_tokens`` and ``row_tokens`` are worth in that fit
+    cost_strength: float = 5.0
 
     def __post_init__(self) -> None:
         if not (self.fixed_tokens >= 0 and self.row_tokens > 0):
@@ -101,6 +124,9 @@ class BatchRule:
                            f"got {self.fixed_tokens!r}, {self.row_tokens!r}")
         if not (0 < self.prior_first < 1 and 0 < self.prior_later < 1):
             raise PLDError(f"batch_rule: priors must be in (0, 1), got {self.prior_first!r}, {self.prior_later!r}")
+        if self.learn_costs not in (0, 1) or not self.cost_strength > 0:
+            raise PLDError(f"batch_rule: learn_costs must be 0 or 1 (false or true) and cost_strength > 0, "
+                           f"got {self.learn_costs!r}, {self.cost_strength!r}")
         if not (self.strength > 0 and 0 < self.decay <= 1):
             raise PLDError(f"batch_rule: strength must be > 0 and decay in (0, 1], "
                            f"got {self.strength!r}, {self.decay!r}")
@@ -129,11 +155,12 @@ class BatchRule:
     def _names(cls) -> list[str]:
         return [f.name for f in fields(cls)]
 
-    def new_rates(self, k: int) -> DecayedRate:
-        """A request's acceptance rates by depth (0..k-1), at the prior."""
-        prior = np.full(k, self.prior_later)  # [k]
-        prior[0] = self.prior_first
-        return DecayedRate(prior, self.strength, self.decay)
+    def new_rates(self, k: int, decay: float | None = None) -> DecayedRate:
+        """Acceptance rates by match class (:func:`match_class`) and depth (0..k-1), at the prior;
+        ``decay`` (default: the rule's) per observation."""
+        prior = np.full((len(MATCH_CLASSES) + 1, k), self.prior_later)  # [classes, k]
+        prior[:, 0] = self.prior_first
+        return DecayedRate(prior, self.strength, self.decay if decay is None else decay)
 
 
 def batch_cut(path_probs: Sequence[np.ndarray], fixed_tokens: float, row_tokens: float) -> list[int]:
@@ -169,16 +196,26 @@ def confirmed(draft: np.ndarray, new: np.ndarray) -> int:
     return int(np.argmin(np.append(draft[: len(new)] == new[: len(draft)], False)))
 
 
+def match_class(length: int | None) -> int:
+    """The class of a draft copied after a match of ``length`` tokens (0: none reported; see MATCH_CLASSES)."""
+    return int(np.searchsorted(MATCH_CLASSES, length, side="right")) if length else 0
+
+
 @dataclass
 class _Request:
     """One request's drafter, what it has seen, and (with a batch rule) its acceptance rates."""
 
     drafter: Drafter
     tokens: np.ndarray  # [n] int64: every token the drafter has been given
-    rates: DecayedRate | None = None  # [k] P(node accepted | nodes before it accepted), by depth
+    #: [classes, k] this request's hits and trials of P(node accepted | nodes before it accepted), by
+    #: match class and depth, smoothed towards ``shared`` (None: no batch rule)
+    rates: DecayedRate | None = None
+    #: [classes, k] the same, learnt from every request (one table, the proposer's)
+    shared: DecayedRate | None = None
     offered: np.ndarray = field(default_factory=lambda: EMPTY_TOKENS)  # [d] int64: the last offered draft
-    #: offered drafts the committed tokens have not yet decided: (tokens seen when offered, the draft)
-    pending: list[tuple[int, np.ndarray]] = field(default_factory=list)
+    offered_class: int = 0  # its match class
+    #: offered drafts the committed tokens have not yet decided: (tokens seen when offered, the draft, its class)
+    pending: list[tuple[int, np.ndarray, int]] = field(default_factory=list)
     absent: int = 0  # steps since a row last matched it
     prompt: int = 0  # tokens of its first row that came before its output
 
@@ -202,7 +239,8 @@ class _Request:
         """``draft`` ([d] int64) is this step's offered draft; with a rule, it waits to be judged."""
         self.offered = draft
         if self.rates is not None and len(draft):
-            self.pending.append((len(self.tokens), draft))
+            self.offered_class = match_class(self.drafter.match_length())
+            self.pending.append((len(self.tokens), draft, self.offered_class))
 
     def learn(self) -> None:
         """Judge each pending draft once the committed tokens decide it: nodes up to the first miss
@@ -211,22 +249,25 @@ class _Request:
         if self.rates is None:
             return
         undecided = []
-        for start, draft in self.pending:
+        for start, draft, cls in self.pending:
             ahead = self.tokens[start: start + len(draft)]
             hits = confirmed(draft, ahead)
             if hits == len(ahead) < len(draft):  # right so far, but the tokens stop short
-                undecided.append((start, draft))
+                undecided.append((start, draft, cls))
                 continue
-            self.rates.age()
-            self.rates.trials[: min(hits + 1, len(draft))] += 1
-            self.rates.hits[:hits] += 1
+            for rates in (self.rates, self.shared):
+                rates.age()
+                rates.trials[cls, : min(hits + 1, len(draft))] += 1
+                rates.hits[cls, :hits] += 1
         self.pending = undecided
 
     def path_probs(self) -> np.ndarray:
         """P(node j of the offered draft and every node before it accepted).  # [d]"""
         if self.rates is None or not len(self.offered):
             return np.zeros(len(self.offered))
-        return np.cumprod(self.rates.estimate()[: len(self.offered)])
+        d, cls = len(self.offered), self.offered_class
+        return np.cumprod(smoothed_rate(self.rates.hits[cls, :d], self.rates.trials[cls, :d],
+                                        self.shared.estimate((cls, slice(0, d))), self.rates.strength))
 
 
 def first_chain(draft: Draft) -> np.ndarray:
@@ -288,7 +329,7 @@ class DrafterProposer:
 
     def __init__(self, vllm_config: Any = None, drafter: str | None = None,
                  num_speculative_tokens: int | None = None, batch_rule: BatchRule | bool | dict | None = None,
-                 vocab: Sequence[str] | None = None) -> None:
+                 vocab: Sequence[str] | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
         self.spec = drafter or configured_drafter(vllm_config)
         # the vocabulary's strings, for a drafter that asks for them: ``vocab``, else read from the
         # engine's tokenizer when the first drafter asks (:meth:`vocab`)
@@ -310,6 +351,14 @@ class DrafterProposer:
         self.kept: list[_Request] = []  # the requests seen lately
         self.by_slot: dict[int, _Request] = {}  # batch row -> its request, at the last step
         self.resets = 0  # new requests recognised (drafters built)
+        #: acceptance rates learnt from every request: a new request's starting point
+        self.shared = self.rule.new_rates(k, SHARED_DECAY) if self.rule is not None else None
+        #: the engine's step costs, fitted from the intervals between calls (None: the rule's own)
+        self.costs = (StepCosts(self.rule.fixed_tokens, self.rule.row_tokens, self.rule.cost_strength)
+                      if self.rule is not None and self.rule.learn_costs else None)
+        self.clock = clock
+        #: the last call's start and the nodes it sent each request (by id), for the step that verifies them
+        self._last_call: tuple[float, dict[int, int]] | None = None
 
     def load_model(self, *args, **kwargs) -> None:
         """vLLM's hook for loading a draft model: a lookup drafter has none."""
@@ -325,17 +374,28 @@ class DrafterProposer:
     def propose(self, sampled_token_ids: Sequence[Sequence[int]], num_tokens_no_spec: np.ndarray,
                 token_ids_cpu: np.ndarray, slot_mappings: Any = None, **kwargs) -> list[list[int]]:
         """One list of at most ``num_speculative_tokens`` draft ids per batch row (may be empty)."""
+        now = self.clock()
         slots: dict[int, _Request] = {}
+        resets, prefill = self.resets, False
         for i, sampled in enumerate(sampled_token_ids):
             if not len(sampled):  # a row still in (chunked) prefill samples nothing: nothing to draft
+                prefill = True
                 continue
             row = np.asarray(token_ids_cpu[i, : int(num_tokens_no_spec[i])], dtype=np.int64)
             request = slots[i] = self._request_of(row, i, slots.values())
             request.advance(row)
             request.offer(first_chain(request.drafter.propose(self.k))[: self.k])
+        requests = list(slots.values())
+        if self.costs is not None and self._last_call is not None and not prefill and self.resets == resets:
+            # the step since the last call decoded these rows and verified what that call sent them
+            # (a step with a prefill in it, or a new request's, costs more than its rows and nodes)
+            start, sent = self._last_call
+            self.costs.add(len(requests), sum(sent.get(id(r), 0) for r in requests), now - start)
         out: list[list[int]] = [[] for _ in sampled_token_ids]
-        for (i, request), n in zip(slots.items(), self._sent(list(slots.values()))):
+        counts = self._sent(requests)
+        for (i, request), n in zip(slots.items(), counts):
             out[i] = request.offered[:n].tolist()
+        self._last_call = (now, {id(r): n for r, n in zip(requests, counts)})
         self._age(slots)
         return out
 
@@ -343,7 +403,9 @@ class DrafterProposer:
         """How many nodes of each decoding row's offered draft go to verification (the batch rule)."""
         if self.rule is None:
             return [len(r.offered) for r in requests]
-        return batch_cut([r.path_probs() for r in requests], self.rule.fixed_tokens, self.rule.row_tokens)
+        learnt = self.costs.tokens() if self.costs is not None else None
+        fixed, row = learnt if learnt is not None else (self.rule.fixed_tokens, self.rule.row_tokens)
+        return batch_cut([r.path_probs() for r in requests], fixed, row)
 
     def _request_of(self, row: np.ndarray, slot: int, taken) -> _Request:
         """The kept request ``row`` continues (the one last seen in this row first), else a new one."""
@@ -358,7 +420,7 @@ class DrafterProposer:
         drafter.reset(row.tolist())
         rates = self.rule.new_rates(self.k) if self.rule is not None else None
         # its first row is the prompt and the first token sampled: the output starts there
-        self.kept.append(_Request(drafter, row.copy(), rates, prompt=max(len(row) - 1, 0)))
+        self.kept.append(_Request(drafter, row.copy(), rates, self.shared, prompt=max(len(row) - 1, 0)))
         self.resets += 1
         return self.kept[-1]
 

@@ -111,23 +111,29 @@ def test_per_request_metrics_sum_to_the_measurements_counters(bench):
     a = bench.request_record("p/0", SimpleNamespace(token_ids=[1] * 10, spec_decode_metrics=Metrics([1, 2, 0, 1], 12)))
     b = bench.request_record("p/1", SimpleNamespace(token_ids=[1] * 4, spec_decode_metrics=Metrics([3, 0, 0, 0], 3)))
     plain = bench.request_record("p/0", SimpleNamespace(token_ids=[1] * 10, spec_decode_metrics=None))
-    assert a == {"prompt": "p/0", "tokens": 10, "spec_steps": 4, "draft_tokens": 12, "accepted_tokens": 5,
-                 "histogram": [1, 2, 0, 1], "acceptance": 5 / 12}
-    assert b["acceptance"] == 0 and plain == {"prompt": "p/0", "tokens": 10}
+    # 10 tokens, 5 of them accepted draft tokens: 5 forwards produced them (the prompt's among them)
+    # a last step past max_tokens: 24 tokens output, 18 draft tokens accepted in 8 steps with a draft
+    assert bench.request_steps(24, 8, 18) == 9 and bench.request_steps(10, 4, 5) == 5
+    assert a == {"prompt": "p/0", "tokens": 10, "steps": 5, "spec_steps": 4, "draft_tokens": 12,
+                 "accepted_tokens": 5, "histogram": [1, 2, 0, 1], "acceptance": 5 / 12}
+    assert b["acceptance"] == 0 and plain == {"prompt": "p/0", "tokens": 10, "steps": 10}
     # node 0 accepted in the 3 steps with >= 1 accepted, node 1 in 1, node 2 in 1
     assert bench.accepted_by_position([1, 2, 0, 1]) == [3, 1, 1]
-    assert bench.totals([a, b, plain]) == {"drafts": 7, "draft_tokens": 15, "accepted_tokens": 5,
+    assert bench.totals([a, b, plain]) == {"steps": 19, "drafts": 7, "draft_tokens": 15, "accepted_tokens": 5,
                                            "accepted_per_position": [3, 1, 1]}
-    assert bench.totals([plain]) == {"drafts": 0, "draft_tokens": 0, "accepted_tokens": 0,
+    assert bench.totals([plain]) == {"steps": 10, "drafts": 0, "draft_tokens": 0, "accepted_tokens": 0,
                                      "accepted_per_position": []}
 
 
 def test_outputs_are_compared_with_plain_decoding_in_the_same_round_and_summarized(bench):
     M = bench.Measurement
     prompts = [bench.BenchPrompt("p/0", [1]), bench.BenchPrompt("p/1", [2])]
-    rows = [M("none", 4, 0, 100, 10.0, 10.0, load_before=1.0), M("ours", 4, 0, 100, 5.0, 20.0, load_before=1.5),
-            M("none", 4, 1, 100, 8.0, 12.5, load_before=2.0), M("ours", 4, 1, 100, 4.0, 25.0, load_before=2.5,
-                                                                  drafts=10, draft_tokens=30, accepted_tokens=15)]
+    clock = {"calls": 50, "rows": 200, "seconds": 0.1, "cpu_seconds": 0.09}
+    rows = [M("none", 4, 0, 100, 10.0, 10.0, load_before=1.0),
+            M("ours", 4, 0, 100, 5.0, 20.0, load_before=1.5, proposer=clock),
+            M("none", 4, 1, 100, 8.0, 12.5, load_before=2.0),
+            M("ours", 4, 1, 100, 4.0, 25.0, load_before=2.5, drafts=10, draft_tokens=30, accepted_tokens=15,
+              steps=85, proposer={**clock, "seconds": 0.2})]
     outputs = {("none", 4, 0): [[5], [6]], ("ours", 4, 0): [[5], [6]],
                ("none", 4, 1): [[5], [6]], ("ours", 4, 1): [[5], [7]]}
     records = [{"method": "ours", "batch": 4, "round": 1, "prompt": "p/1", "acceptance": 0.5},
@@ -141,9 +147,41 @@ def test_outputs_are_compared_with_plain_decoding_in_the_same_round_and_summariz
     assert ours.tokens_per_s.median == 22.5 and ours.ratio.lo == 2.0 and ours.ratio.hi == 2.0
     assert ours.vs_none == "faster" and (ours.same_as_none, ours.compared) == (3, 4)
     assert ours.request_acceptance.median == 0.75 and ours.load.text() == "1.5-2.5"
+    # 2,000 and 4,000 us a call, 2% and 5% of the measured time: the medians
+    assert ours.proposer_us_per_step == 3000 and ours.proposer_share == 0.035 and ours.steps == 42
+    assert none.proposer_us_per_step is None and none.proposer_share is None
     text = bench.table([none, ours])
     assert "22.5" in text and "2.00" in text and "faster" in text and "3/4" in text and "75 (62-88)" in text
+    assert "3000" in text and "3.5" in text
     assert bench.versus(rows, ["ours"], ["none"]) == [(4, "ours", "none", "faster")]
+
+
+def test_the_proposer_clock_times_whichever_proposer_the_worker_has(bench):
+    class Proposer:  # vLLM's proposers return one draft per batch row
+        def propose(self, *rows):
+            return [[1, 2]] * len(rows)
+
+    worker = bench.ProposerClock()
+    worker.model_runner = SimpleNamespace(drafter=Proposer())
+    started = {"calls": 0, "rows": 0, "seconds": 0.0, "cpu_seconds": 0.0, "learnt_prices": None}
+    assert worker.pld_proposer_clock() == started  # starts it
+    assert worker.model_runner.drafter.propose("a", "b") == [[1, 2], [1, 2]]  # the drafts pass through
+    worker.model_runner.drafter.propose("a")
+    read = worker.pld_proposer_clock()
+    assert (read["calls"], read["rows"]) == (2, 3) and read["seconds"] >= 0 and read["cpu_seconds"] >= 0
+    assert worker.pld_proposer_clock()["calls"] == 0  # each read restarts the count
+    plain = bench.ProposerClock()
+    plain.model_runner = SimpleNamespace(drafter=None)
+    assert plain.pld_proposer_clock() is None  # no speculation: no proposer
+
+
+def test_speculative_engines_carry_the_proposer_clock(bench):
+    args = bench.parse_args(["--model", "M", "--methods", "none,suffix,adaptive"])
+    none, suffix, ours = (bench.engine_settings(m, args, 2048) for m in args.methods)
+    assert "worker_extension_cls" not in none
+    assert suffix["worker_extension_cls"] == ours["worker_extension_cls"] == bench.CLOCK
+    module, _, name = bench.CLOCK.rpartition(".")
+    assert module == "experiments.bench_vllm" and hasattr(bench, name)
 
 
 def test_cpu_lists(bench):

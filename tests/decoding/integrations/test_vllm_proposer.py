@@ -185,7 +185,7 @@ def test_the_drafter_is_chosen_without_code(monkeypatch):
 
 #: a cost model where a row costs no more than a draft token (a GPU below its compute bound):
 #: the rule's effect is strongest there
-CHEAP_ROWS = BatchRule(fixed_tokens=6.0, row_tokens=1.0)
+CHEAP_ROWS = BatchRule(fixed_tokens=6.0, row_tokens=1.0, learn_costs=0)  # these prices, not the clock's
 
 
 def ratio(path_probs: list[list[float]], sent: list[int], fixed: float, per_row: float) -> float:
