@@ -248,11 +248,11 @@ def _named_benchmark(args, board: Board) -> str:
             if info.get("hash"):
                 return str(info["hash"])
         except PLDError as shipped_error:
-            if re.fullmatch(r"[0-9a-f]+", args.benchmark):  # a hash (prefix): the board's answer stands
-                return board.resolve(args.benchmark)
             try:
                 return board.resolve(args.benchmark)
             except PLDError:
+                if re.fullmatch(r"[0-9a-f]+", args.benchmark):  # a hash (prefix): the board's answer stands
+                    raise
                 raise shipped_error from None
     if args.traces:  # the board of the traces named
         return _benchmark(args)[1]["hash"]

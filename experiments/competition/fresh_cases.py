@@ -67,7 +67,7 @@ def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=p
     t0 = time.perf_counter()
     if target is None:
         say(f"fresh cases: seed {seed}, {total} cases (generator v{FRESH_VERSION}); recording on {model}")
-        target = decoding.load_model(None if model == EMBEDDED_NAME else model)
+        target = decoding.load_model(model)
     with tqdm(total=total, desc="fresh cases", unit="case", leave=False, dynamic_ncols=True,
               disable=not sys.stderr.isatty()) as bar:
         for task in TASKS:
