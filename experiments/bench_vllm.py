@@ -4,7 +4,7 @@ model-free methods and with our drafters, measured in interleaved rounds.
     make bench-vllm [ARGS="--quick"]
     PLD_LAB_MODEL_DIR=DIR .venv-vllm/bin/python experiments/bench_vllm.py [--batches 1,4,16,32] [--prompts 32]
         [--max-new-tokens 128] [--rounds 3] [--engines auto|kept|restart]
-        [--methods none,ngram,ngram@schedule,suffix,suffix-automaton,adaptive] [--json results/bench_vllm.json]
+        [--methods none,ngram,ngram@schedule,suffix,suffix-automaton,frequency] [--json results/bench_vllm.json]
 
 Run it with the vLLM venv's Python. ``make bench-vllm`` builds that venv (arctic-inference included,
 for ``suffix``) and sets ``PLD_LAB_MODEL_DIR`` to the embedded model's converted checkpoint, as
@@ -68,6 +68,10 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # runnable as a script from a checkout
+# numba caches compiled kernels beside our sources (lookup/**/__pycache__), for one numba version: the
+# vLLM venv pins another numba than the main venv, and each would invalidate the other's cache (then
+# the competition's sandboxed child, which may not write it, compiles inside its time limit)
+os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(sys.prefix) / "numba-cache"))
 
 # Our modules are imported inside the functions, never here: vLLM's engine processes start by
 # spawn and import this file again, and a process that holds numba (which `lookup` imports) must
@@ -77,7 +81,7 @@ if TYPE_CHECKING:
 
 PROPOSER = "decoding.integrations.vllm.DrafterProposer"  # loaded by vLLM's engine process by this path
 CLOCK = "experiments.bench_vllm.ProposerClock"  # mixed into the engine's worker by this path
-DEFAULT_METHODS = "none,ngram,ngram@schedule,suffix,suffix-automaton,adaptive"
+DEFAULT_METHODS = "none,ngram,ngram@schedule,suffix,suffix-automaton,frequency"
 VLLM_METHODS = ("ngram", "ngram@schedule", "suffix")  # vLLM's own speculative methods
 DEFAULT_TASKS = "summarization,doc-qa,code-edit"  # input-grounded: answers copy spans of the prompt
 DEFAULT_SCHEDULE = "1-1:5,2-4:4,5-16:2,17-1024:1"  # ngram@schedule: draft length by batch size

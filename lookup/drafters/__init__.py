@@ -1,3 +1,3 @@
 """The built-in drafters, one strategy per module; importing this package registers them."""
 
-from lookup.drafters import adaptive, plain, recycling, suffix_automaton, unfold, voting  # noqa: F401
+from lookup.drafters import adaptive, frequency, plain, recycling, suffix_automaton, unfold, voting  # noqa: F401

@@ -39,7 +39,7 @@ def plain() -> dict:
     return generate()
 
 
-@pytest.mark.parametrize("drafter", ["suffix-automaton", "adaptive"])
+@pytest.mark.parametrize("drafter", ["suffix-automaton", "frequency", "adaptive"])
 def test_our_drafters_inside_vllm_keep_its_output_and_get_drafts_accepted(plain, drafter):
     ours = generate(drafter)
     assert ours["tokens"] == plain["tokens"]

@@ -14,9 +14,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
 os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0-1")  # vLLM binds one thread by default on 2 cores
+# numba caches compiled kernels beside our sources (lookup/**/__pycache__), for one numba version: the
+# vLLM venv pins another numba than the main venv, and each would invalidate the other's cache (then
+# the competition's sandboxed child, which may not write it, compiles inside its time limit)
+os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(sys.prefix) / "numba-cache"))
 
 TEXTS = [
     "Repeat exactly: the quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog.",
