@@ -97,10 +97,13 @@ def add_prompt_file_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--category", default=None, help="category name for --questions/--dataset prompts")
 
 
-def add_traces_options(parser: argparse.ArgumentParser, default: str = "the embedded model's benchmark") -> None:
+def add_traces_options(parser: argparse.ArgumentParser, default: str = "the embedded model's benchmark",
+                       board_hash: bool = False) -> None:
     """``--traces DIR`` or ``--benchmark NAME`` (a shipped benchmark by name or hash prefix:
     :func:`experiments.benchmarks.traces.benchmark_folder`), one of them; both land in
-    ``args.traces`` as a folder (None: ``default``)."""
+    ``args.traces`` as a folder (None: ``default``). With ``board_hash`` (the leaderboard's commands)
+    ``--benchmark`` may also be the hash (prefix) of a benchmark on a board, which only the board can
+    resolve: it stays as given, in ``args.benchmark``."""
     from experiments.benchmarks.traces import benchmark_folder, shipped_benchmarks
 
     def shipped(name: str):
@@ -109,10 +112,16 @@ def add_traces_options(parser: argparse.ArgumentParser, default: str = "the embe
         except PLDError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
+    names = ", ".join(shipped_benchmarks())
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--traces", default=None, metavar="DIR", help=f"trace folder (default: {default})")
-    group.add_argument("--benchmark", dest="traces", type=shipped, metavar="NAME",
-                       help="a shipped benchmark by name or unique prefix: " + ", ".join(shipped_benchmarks()))
+    if board_hash:
+        group.add_argument("--benchmark", default=None, metavar="NAME",
+                           help=f"a shipped benchmark by name or unique prefix ({names}), "
+                                "or a benchmark hash (prefix) on the board")
+    else:
+        group.add_argument("--benchmark", dest="traces", type=shipped, metavar="NAME",
+                           help="a shipped benchmark by name or unique prefix: " + names)
 
 
 def quiet_libraries() -> None:

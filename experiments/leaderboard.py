@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
 
-from experiments.cli import guarded, quiet_libraries  # noqa: E402
+from experiments.cli import add_traces_options, guarded, quiet_libraries  # noqa: E402
 import decoding  # noqa: E402
 from experiments.benchmarks.paths import ROOT, portable_path  # noqa: E402
 from decoding.loading import EMBEDDED_NAME, packaged_name  # noqa: E402
@@ -61,11 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     def common(q, traces=True, default="the embedded model's benchmark"):
         q.add_argument("--board", default=str(DEFAULT_BOARD), help="board folder (default: leaderboard/)")
         if traces:
-            group = q.add_mutually_exclusive_group()
-            group.add_argument("--traces", default=None, metavar="DIR", help=f"trace folder (default: {default})")
-            group.add_argument("--benchmark", default=None, metavar="NAME",
-                               help="a shipped benchmark by name or unique prefix (" + ", ".join(shipped_benchmarks())
-                                    + "), or a benchmark hash (prefix) on the board")
+            add_traces_options(q, default, board_hash=True)
 
     def limits(q):
         q.add_argument("--propose-ms", type=float, default=50.0, help="limit per propose/extend/observe call (50)")

@@ -95,18 +95,18 @@ def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: 
 @njit(cache=True)
 def frequency_draft(states: np.ndarray, meta: np.ndarray, tokens: np.ndarray, min_match: int, max_tokens: int,
                     spec_factor: float, spec_offset: float, min_prob: float, ends: np.ndarray,
-                    out: np.ndarray, scratch: np.ndarray) -> tuple[int, int]:
+                    out: np.ndarray, scratch: np.ndarray) -> int:
     """The best-scoring :func:`frequency_path` over the match lengths of the suffix-link chain.
 
     Each state from the longest match ``link(last)`` down to ``min_match`` tokens drafts at most
     ``min(max_tokens, int(len * spec_factor + spec_offset))`` nodes from its recent occurrences (into
-    ``ends``); the highest score wins, the longer match on ties. Returns (nodes written into
-    ``out``, the winning match's length; (0, 0) when nothing is drafted).
+    ``ends``); the highest score wins, the longer match on ties. Returns the nodes written into
+    ``out`` (0: nothing drafted).
     """
     n_tokens = meta[K.M_TOKENS]
     before = n_tokens - 1  # the current position is not an *earlier* occurrence
     u = states[meta[K.M_LAST], K.LINK]
-    best_n, best_len, best_score = 0, 0, 0.0
+    best_n, best_score = 0, 0.0
     while u > 0 and states[u, K.LEN] >= min_match:
         length = states[u, K.LEN]
         cap = min(max_tokens, int(length * spec_factor + spec_offset + 1e-6))
@@ -116,10 +116,10 @@ def frequency_draft(states: np.ndarray, meta: np.ndarray, tokens: np.ndarray, mi
         if cap > 0 and k > 0:
             n, score = frequency_path(tokens, n_tokens, ends, k, cap, min_prob, scratch)
             if n > 0 and score > best_score:
-                best_n, best_len, best_score = n, length, score
+                best_n, best_score = n, score
                 out[:n] = scratch[:n]
         u = states[u, K.LINK]
-    return best_n, best_len
+    return best_n
 
 
 @register("frequency")
@@ -158,7 +158,7 @@ class FrequencyDrafter(AutomatonDrafter):
         if budget <= 0:
             return EMPTY_DRAFT
         sam = self.sam
-        n, _ = frequency_draft(sam.states, sam.meta, sam.tokens, self.min_match, min(budget, self.max_tokens),
+        n = frequency_draft(sam.states, sam.meta, sam.tokens, self.min_match, min(budget, self.max_tokens),
                                self.spec_factor, self.spec_offset, self.min_prob, self._ends, self._out,
                                self._scratch)
         return Draft(self._out[:n].copy()) if n else EMPTY_DRAFT
