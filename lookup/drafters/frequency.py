@@ -18,9 +18,9 @@ The chain is walked from the longest match down and stops once a shorter match's
 beat the best score (a draft's score is at most its length).
 
 SuffixDecoding also scores each match in a second tree, of earlier responses and the current one
-(vLLM's ``suffix`` keeps the active requests' outputs there); scoring the output's own occurrences
-apart in that way moved accepted tokens by under 0.5% in an offline replay of vLLM's steps over our
-traces, so this drafter does without it (and its draft does not depend on where the prompt ended).
+(vLLM's ``suffix`` keeps the active requests' outputs there). This drafter does without it, so its
+draft does not depend on where the prompt ended (what that second tree was measured to be worth:
+docs/integrations.md).
 
 Follows ``SuffixTree::speculate`` / ``_speculate_path`` of arctic-inference 0.3.0 (Apache-2.0; ported
 exactly in :mod:`lookup.peers.suffix_tree`), on other data: counts from at most ``occurrences``
