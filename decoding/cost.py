@@ -13,7 +13,7 @@ import numpy as np
 
 from decoding.devices import BUSY_LOAD, describe_machine, load_per_core, synchronize
 from decoding.loading import EMBEDDED_NAME, cache_dir
-from lookup.cost import CPU_SMOLLM2, CostProfile
+from pldcore.cost import CPU_SMOLLM2, CostProfile
 
 if TYPE_CHECKING:  # measuring needs a model; estimating from a profile does not, nor transformers
     from decoding.model_target import ModelTarget

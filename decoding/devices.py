@@ -12,7 +12,7 @@ import platform
 
 import torch
 
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 
 def default_device() -> torch.device:

@@ -16,7 +16,8 @@ from decoding.acceptance import accept_greedy, accept_greedy_tree
 from decoding.inputs import TokenIds, check_request
 from decoding.target import Scores, Target
 from lookup.base import EMPTY_DRAFT, Draft, Drafter, hand_vocab
-from lookup.errors import PLDError
+from pldcore.cost import CostProfile
+from pldcore.errors import PLDError
 
 #: tokens of text checked around each new token for a stop string
 STOP_WINDOW = 64
@@ -100,7 +101,7 @@ greedy_rule = GreedyRule()
 def generate(
     target: Target,
     prompt_ids: TokenIds,
-    drafter: Drafter,
+    drafter: Drafter | str,
     max_new_tokens: int = 128,
     *,
     temperature: float = 0.0,
@@ -111,6 +112,7 @@ def generate(
     stop_strings: str | Sequence[str] = (),
     eos_token_ids: TokenIds | None = None,
     record_steps: bool = True,
+    profile: str | CostProfile | None = None,
 ) -> GenerationResult:
     """Generate up to ``max_new_tokens`` after ``prompt_ids``, speculating with ``drafter``.
 
@@ -128,10 +130,20 @@ def generate(
     [1, P] as a tokenizer returns them); ``stop_strings`` is one string or several;
     ``eos_token_ids`` (default: the target's) one id or several. Bad input (a float id, a
     ``max_new_tokens`` that is not an integer >= 1, a drafter that is not a
-    :class:`~lookup.base.Drafter`, ...) raises :class:`~lookup.errors.PLDError` before the first
+    :class:`~lookup.base.Drafter`, ...) raises :class:`~pldcore.errors.PLDError` before the first
     forward; see :mod:`decoding.inputs`. A drafter that wants the vocabulary's strings
     (:meth:`~lookup.base.Drafter.wants_vocab`) is handed the target's (:meth:`Target.vocab`) first.
+
+    ``drafter`` is a drafter, or a spec (``"adaptive:history=true"``) built here for this target's
+    setting (:func:`decoding.setting.target_setting`: its model, its cost profile on its device, or
+    ``profile``, a named profile or a file, and this call's regime). ``profile`` applies only to a spec:
+    a drafter given as an instance was built for its own setting.
     """
+    if isinstance(drafter, str):
+        drafter = _built_for(target, drafter, profile, temperature, top_k, top_p)
+    elif profile is not None:
+        raise PLDError("profile= applies to a drafter given as a spec; an instance was built for its own setting "
+                       "(lookup.parse_drafter(spec).build(setting))")
     request = check_request(target, prompt_ids, drafter, max_new_tokens, draft_budget, temperature, top_k, top_p,
                             stop_strings, eos_token_ids)
     prompt, max_new_tokens, draft_budget = request.prompt, request.max_new_tokens, request.draft_budget
@@ -226,6 +238,16 @@ def _sampling_rule(target: Target, temperature: float, top_k: int, top_p: float,
     from decoding.sampling import sampling_rule  # torch-heavy; greedy runs never need it
 
     return sampling_rule(temperature, top_k, top_p, seed, target.device)
+
+
+def _built_for(target: Target, spec: str, profile, temperature: float, top_k: int, top_p: float) -> Drafter:
+    """The drafter of ``spec``, built for ``target``'s setting in this call's regime."""
+    from decoding.setting import target_setting  # the cost profile's cache and measurement: only for a spec
+    from lookup.specs import parse_drafter
+    from pldcore.setting import Regime
+
+    regime = Regime(float(temperature), int(top_k), float(top_p)) if temperature else Regime()
+    return parse_drafter(spec).build(target_setting(target, profile, regime))
 
 
 def _check_draft(draft: Draft, budget: int, vocab_size: int, drafter: Drafter) -> None:

@@ -1,6 +1,6 @@
 """Check what a caller hands :func:`decoding.generate`, once per generation, before any forward.
 
-Every check raises :class:`~lookup.errors.PLDError` with one line that names the argument and
+Every check raises :class:`~pldcore.errors.PLDError` with one line that names the argument and
 the value it got, so that a CLI prints it as ``error: ...`` instead of a traceback from deep in
 torch. The loop's per-step checks of what a *drafter* returns live in :mod:`decoding.generate`.
 """
@@ -19,7 +19,7 @@ import torch
 
 from decoding.target import MAX_TOP, Target
 from lookup.base import Drafter
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 #: token ids as callers hold them: [n] (or [1, n] for an array or tensor) integers
 TokenIds = Union[Sequence[int], np.ndarray, torch.Tensor]

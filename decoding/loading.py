@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from decoding.devices import resolve_device
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 if TYPE_CHECKING:
     from decoding.model_target import ModelTarget

@@ -40,7 +40,7 @@ from decoding.devices import synchronize
 from decoding.target import Scores, Target, TopRows, top_rows
 from decoding.tree import TreeLayout
 from decoding.vocab import vocab_strings
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 try:  # transformers' own rule for the attention type of each layer, which sizes the cache layers (5.x)
     from transformers.cache_utils import get_layer_types_and_kwargs

@@ -52,7 +52,7 @@ from decoding.inputs import check_temperature, check_top_k, check_top_p
 from decoding.target import Scores
 from decoding.tree import TreeLayout, walk
 from lookup.base import Draft
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 #: positions whose uniforms one generator call draws
 BLOCK = 256

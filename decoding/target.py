@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from lookup.base import MAX_TOP  # noqa: F401  (re-exported: the loop's limit)
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 
 @dataclass

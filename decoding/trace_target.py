@@ -16,8 +16,8 @@ import torch
 
 from decoding.target import Scores, Target, TopRows
 from decoding.tree import TreeLayout
-from lookup.cost import CPU_SMOLLM2, CostProfile
-from lookup.errors import PLDError
+from pldcore.cost import CPU_SMOLLM2, CostProfile
+from pldcore.errors import PLDError
 
 
 class TraceTarget(Target):

@@ -187,7 +187,7 @@ class Summary:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from lookup.errors import PLDError
+    from pldcore.errors import PLDError
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=os.environ.get(MODEL_ENV), help=f"checkpoint folder (default: ${MODEL_ENV})")
@@ -232,7 +232,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def parse_schedule(text: str) -> list[tuple[int, int, int]]:
     """``"1-1:5,2-4:4,5-1024:2"`` -> ``[(1, 1, 5), (2, 4, 4), (5, 1024, 2)]`` (vLLM's
     ``num_speculative_tokens_per_batch_size``: inclusive batch-size ranges from 1, a draft length each)."""
-    from lookup.errors import PLDError
+    from pldcore.errors import PLDError
 
     out = []
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -250,7 +250,7 @@ def parse_schedule(text: str) -> list[tuple[int, int, int]]:
 
 def check(args: argparse.Namespace) -> None:
     """Refuse, in one line each, what would fail minutes later."""
-    from lookup.errors import PLDError
+    from pldcore.errors import PLDError
 
     if not args.model:
         raise PLDError(f"no model: set {MODEL_ENV} to the converted embedded model (`make bench-vllm` does), "
@@ -346,7 +346,7 @@ def build_prompts(model: str, tasks: list[str], n: int, max_tokens: int) -> list
     from transformers import AutoTokenizer
 
     from experiments.benchmarks.tasks import load_task
-    from lookup.errors import PLDError
+    from pldcore.errors import PLDError
 
     tokenizer = AutoTokenizer.from_pretrained(model)
     suites = [load_task(t) for t in tasks]
@@ -841,7 +841,7 @@ def total_memory() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lookup.errors import PLDError
+    from pldcore.errors import PLDError
 
     try:
         args = parse_args(argv)

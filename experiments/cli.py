@@ -11,8 +11,8 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from experiments.benchmarks.untrusted import clean
-from lookup.errors import PLDError
-from lookup.registry import unknown_name
+from pldcore.errors import PLDError
+from pldcore.names import unknown_name
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130

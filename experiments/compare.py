@@ -23,13 +23,14 @@ from experiments.cli import ArgumentParser, add_prompt_file_options, add_traces_
 from lookup.specs import parse_list  # noqa: E402
 
 import lookup  # noqa: E402
-from lookup.errors import PLDError  # noqa: E402
+from pldcore.errors import PLDError  # noqa: E402
 from experiments.reporting.export import FORMATS, check_writable  # noqa: E402
 from experiments.reporting.plots import plot_folder, write_plots  # noqa: E402
 from experiments.reporting.summary import oracle_speedups, oracle_times  # noqa: E402
 from experiments.reporting.tables import oracle_line, report  # noqa: E402
 from experiments.reporting.wandb_log import experiment_label, log_comparison, resolve_mode  # noqa: E402
 from experiments.running.live import Comparison  # noqa: E402
+from experiments.running.methods import parse_method  # noqa: E402
 from experiments.running.replay import ReplayComparison, replay_methods, replayable_spec  # noqa: E402
 from experiments.running.tracks import profile_arg  # noqa: E402
 
@@ -110,17 +111,18 @@ def main(argv: list[str] | None = None) -> int:
         methods = [m for m in methods if replayable_spec(m)]
     if args.profile and not args.replay:
         raise PLDError("--profile names the cost profile of a replay: give it with --replay (a live run measures its own)")
+    # each spec parsed once, here: a typo fails now, before the traces load (live: before the model)
+    parsed = replay_methods(methods) if args.replay else [parse_method(m) for m in methods]
     if args.replay:
-        replay_methods(methods)  # a typo in a spec fails now, before the traces load (live: before the model)
         profile, budget = profile_arg(args.profile)
-        comparison = ReplayComparison.from_args(args, methods, profile, budget)
+        comparison = ReplayComparison.from_args(args, parsed, profile, budget)
     else:
-        comparison = Comparison.from_args(args, methods)
+        comparison = Comparison.from_args(args, parsed)
     comparison.run()
     # the oracle needs the traces: known on a replay, not on a live run
     oracle, extra = None, []
     if args.replay:
-        times = oracle_times((case, comparison.profile or s.profile) for s in comparison.sets for case in s.cases)
+        times = oracle_times((case, comparison.profile) for s in comparison.sets for case in s.cases)
         extra.append(oracle_line(times))
         oracle = oracle_speedups(times)  # the plot's estimates include the prefill: the oracle's too
     print(report(comparison, extra))

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.machinery
-import importlib.util
 import json
 import platform
 import sys
@@ -40,29 +38,6 @@ from typing import Callable, Sequence
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # runnable as a script from a checkout
 
-
-def without_lookup_drafters() -> bool:
-    """Make ``lookup``'s contract importable where its drafters cannot be (numba missing or broken).
-
-    ``import lookup`` registers every built-in drafter, and most of them need numba, which a bare
-    GPU machine may lack. This check needs only ``lookup.base``, ``lookup.errors`` and
-    ``lookup.cost`` (numpy only), so there the package is set up without running its
-    ``__init__``. Returns True when it did: lookup's drafters cannot be created in this process.
-    """
-    if "lookup" in sys.modules:
-        return False
-    try:
-        import numba  # noqa: F401
-        return False
-    except Exception:  # noqa: BLE001 - missing, or built against another numpy: either way unusable
-        pass
-    spec = importlib.machinery.ModuleSpec("lookup", None, is_package=True)
-    spec.submodule_search_locations = [str(ROOT / "lookup")]
-    sys.modules["lookup"] = importlib.util.module_from_spec(spec)
-    return True
-
-
-LIGHT = without_lookup_drafters()
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -77,8 +52,9 @@ from decoding.model_target import ModelTarget  # noqa: E402
 from decoding.reference import hf_generate  # noqa: E402
 from decoding.target import Scores, Target, TopRows  # noqa: E402
 from experiments.cli import ArgumentParser, guarded, quiet_libraries  # noqa: E402
+import lookup  # noqa: E402  (imports no drafter and no numba: a bare GPU machine may lack numba)
 from lookup.base import EMPTY_DRAFT, Draft, Drafter  # noqa: E402
-from lookup.errors import PLDError  # noqa: E402
+from pldcore.errors import PLDError  # noqa: E402
 
 #: the JSON's layout version: bump it when a field changes meaning
 SCHEMA = 1
@@ -288,9 +264,7 @@ def verifier_drafters(target: ModelTarget) -> dict[str, Callable[[list[int]], Dr
     }
     if target.tree_support():
         out["tree-2-of-3"] = lambda full: TruthDrafter(full, V, 3, 2, tree=True)
-    if not LIGHT:
-        import lookup
-
+    if numba_works():
         out["suffix-automaton"] = lambda full: lookup.create("suffix-automaton")
     return out
 
@@ -488,12 +462,22 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{at}"
 
 
+def numba_works() -> bool:
+    """Whether numba imports here (a bare GPU machine may lack it, or have one built against another
+    numpy): the drafters that need it (``suffix-automaton``) are checked only then."""
+    try:
+        import numba  # noqa: F401
+    except Exception:  # noqa: BLE001 - missing, or broken: either way unusable
+        return False
+    return True
+
+
 def machine(device: torch.device) -> dict:
     import transformers
 
     return dict(device=str(device), name=describe_machine(device), torch=torch.__version__,
                 transformers=transformers.__version__, cuda=torch.version.cuda, python=platform.python_version(),
-                tf32=bool(torch.backends.cuda.matmul.allow_tf32), numba=not LIGHT)
+                tf32=bool(torch.backends.cuda.matmul.allow_tf32), numba=numba_works())
 
 
 def write(report: dict, path: Path) -> None:

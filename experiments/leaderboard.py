@@ -48,8 +48,8 @@ from experiments.competition.sandbox import Limits, Submission  # noqa: E402
 from experiments.competition.scoring import CPU_TRACK, benchmark_info, track_named  # noqa: E402
 from experiments.competition.text import clean  # noqa: E402
 from experiments.reporting.summary import oracle_gain  # noqa: E402
-from lookup.errors import PLDError  # noqa: E402
-from lookup.registry import unknown_name  # noqa: E402
+from pldcore.errors import PLDError  # noqa: E402
+from pldcore.names import unknown_name  # noqa: E402
 from lookup.specs import parse_spec  # noqa: E402
 
 

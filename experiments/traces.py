@@ -33,7 +33,7 @@ from decoding.cost import (NOISY_SPREAD, REFERENCE_CONTEXT, cost_profile, is_noi
                            measure_cost_profile, profile_path, reference_profile)
 from decoding.lossless import NUMERIC_MARGIN  # noqa: E402
 from experiments.benchmarks import tasks  # noqa: E402
-from experiments.benchmarks.traces import (BENCHMARK_FILE, benchmark_hash, first_prompts, load_trace_sets, read_benchmark, traces_model,  # noqa: E402
+from experiments.benchmarks.traces import (BENCHMARK_FILE, benchmark_hash, first_prompts, load_trace_sets, read_benchmark, traces_model, traces_setting,  # noqa: E402
                                           recording_folder, shipped_folder, write_benchmark, write_vocab)
 from experiments.cli import ArgumentParser, add_prompt_file_options, add_traces_options, guarded, quiet_libraries  # noqa: E402
 from experiments.reporting.plots import write_loss_plot, write_signal_plot  # noqa: E402
@@ -48,9 +48,9 @@ from experiments.running.progress import progress_bar  # noqa: E402
 from experiments.running.replay import ReplayComparison, default_specs, replay_methods  # noqa: E402
 from experiments.running.tracks import profile_arg  # noqa: E402
 from experiments.running.verify import check_traces  # noqa: E402
-from lookup.acceptance import fits as fits_module  # noqa: E402
-from lookup.cost import CPU_SMOLLM2, CostProfile  # noqa: E402
-from lookup.errors import PLDError  # noqa: E402
+from pldcore import fits as fits_module  # noqa: E402
+from pldcore.cost import CPU_SMOLLM2, CostProfile  # noqa: E402
+from pldcore.errors import PLDError  # noqa: E402
 from lookup.specs import parse_list  # noqa: E402
 
 
@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "on traces, held-out check included; --write writes the fit file")
     add_traces_options(fit)
     fit.add_argument("--write", nargs="?", const=True, default=None, metavar="PATH",
-                     help="write the fit file (default: lookup/acceptance/fits/<model>.<benchmark hash>.json, "
+                     help="write the fit file (default: pldcore/fits/<model>.<benchmark hash>.json, "
                           "where adaptive finds the fit of its profile's model)")
     ver = sub.add_parser("verify", help="re-decode recorded cases on the model here and compare them token by token")
     ver.add_argument("--cases", type=int, default=10, help="cases to re-decode, one per task in turn (default 10)")
@@ -164,7 +164,7 @@ def cmd_explain(args) -> int:
             label = spec if mode is None else f"{spec} [hindsight: {mode}]"
             losses[label] = explain(sets, spec, profile, progress=bar.update, stream=args.stream, hindsight=mode,
                                     draft_budget=budget)
-    priced = (profile or sets[0].profile).model + (f", profile {args.profile}" if profile else "")
+    priced = traces_setting(sets, profile).profile.model + (f", profile {args.profile}" if profile else "")
     for spec, by_group in losses.items():
         print(f"\n{spec}: the gap to the cost-aware oracle, by part (decoding phase, {priced})")
         print(loss_table(by_group))

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:  # the contract names the type; only a drafter that plans imports it
+    from pldcore.setting import Setting
 
 EMPTY_TOKENS = np.zeros(0, dtype=np.int64)
 
@@ -126,8 +129,8 @@ class Drafter(abc.ABC):
     drafter can be written in a few lines.
 
     Capabilities are declared here, never guessed from attribute or parameter names:
-    :attr:`wants_top` (reads the target's top ids), :attr:`uses_profile` (takes the target's
-    cost profile), :meth:`fitted_on` (reads models fitted on a benchmark), :meth:`match_length`
+    :attr:`wants_top` (reads the target's top ids), :attr:`uses_setting` (takes the setting it
+    runs in: the target model, its cost profile, the regime, the batch), :meth:`fitted_on` (reads models fitted on a benchmark), :meth:`match_length`
     (reports the match behind its draft), :meth:`evidence`
     (reports what its index knows of a draft), :meth:`keeps_history` (carries a history from one
     request to the next) and :meth:`wants_vocab` (reads the vocabulary's strings, handed over once
@@ -142,9 +145,23 @@ class Drafter(abc.ABC):
     #: an instance may set its own in ``__init__`` (from a width, or from a drafter it wraps) and
     #: keeps it for its whole life. The loop reads the instance's value.
     wants_top: int = 0
-    #: True when the constructor takes ``profile: CostProfile | None`` (the target's cost profile;
-    #: None = the drafter's own default), so that tools hand it the target's profile by that name.
-    uses_profile: ClassVar[bool] = False
+    #: True when the constructor takes ``setting: Setting`` (:class:`pldcore.setting.Setting`: the target
+    #: model, its cost profile, the decoding regime, the batch and the acceptance fit), so that whoever
+    #: builds it hands it the setting it will run in by that name (:meth:`lookup.specs.DrafterSpec.build`).
+    uses_setting: ClassVar[bool] = False
+
+    @classmethod
+    def wrapped_specs(cls, params: dict) -> "list[tuple[str, dict]]":
+        """The drafters, by name and parameters, that an instance built with ``params`` would build and
+        wrap (``adaptive``'s base), so that a spec knows what it is made of without building anything:
+        the source files it depends on, the top-k rows it reads. Default: none."""
+        return []
+
+    @classmethod
+    def top_rows(cls, params: dict) -> int:
+        """How many top ids after each token an instance built with ``params`` wants
+        (:attr:`wants_top`), not counting the drafters it wraps. Default: the class value."""
+        return cls.wants_top
 
     def __init__(self) -> None:
         self.context: list[int] = []

@@ -17,7 +17,7 @@ import types
 from pathlib import Path
 
 from lookup.base import Drafter
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 SUFFIX = ".py"
 

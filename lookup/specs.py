@@ -1,4 +1,9 @@
-"""Drafter specs on the command line: ``"name:key=value:key=value"`` -> ``(name, params)``.
+"""Drafter specs on the command line: ``"name:key=value:key=value"`` -> ``(name, params)``, and the
+parsed spec that every path builds its drafters from.
+
+    spec = parse_drafter("adaptive:history=true")   # parsed and checked once, nothing built
+    spec.wants_top, spec.classes()                  # what it reads, what it is made of
+    drafter = spec.build(setting)                   # one build per request, for where it runs
 
 A name may start with a namespace (``peer:vllm-ngram:prompt_lookup_max=3`` names the drafter
 ``peer:vllm-ngram``): the part after ``peer:`` belongs to the name.
@@ -13,9 +18,15 @@ Values are Python literals (``max_tokens=8``, ``length_rule=(2, 2)``,
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from lookup.errors import PLDError
-from lookup.registry import PEER_PREFIX
+from lookup.base import Drafter
+from lookup.registry import PEER_PREFIX, UnknownDrafterError, check_params, construct, get
+from pldcore.errors import PLDError
+
+if TYPE_CHECKING:
+    from pldcore.setting import Setting
 
 #: name prefixes that contain the separator: ``peer`` + ``:`` + the rest of the name
 NAMESPACES = (PEER_PREFIX[:-1],)
@@ -104,3 +115,81 @@ def parse_spec(spec: str) -> tuple[str, dict]:
             raise PLDError(f"parameter {key!r} given twice in {spec!r}")
         params[key] = parse_value(value)
     return name, params
+
+
+@dataclass(frozen=True)
+class DrafterSpec:
+    """A drafter spec, parsed and checked once: its class, its parameters, and what it is made of.
+
+    It knows without building anything what its drafter wants (:attr:`wants_top`, :attr:`wants_vocab`,
+    :attr:`uses_setting`) and which classes (and so source files) it is made of (:meth:`classes`);
+    :meth:`build` is the one way every path (replay, live runs, the sandbox's child, the integrations,
+    the board) makes a drafter of it.
+    """
+
+    text: str  # as the user wrote it: the method's name in tables and rows
+    name: str  # the drafter's name (registered, or a drafter file's path)
+    params: dict = field(hash=False)  # parsed values (``lookup.specs.parse_value``)
+    cls: type[Drafter] = field(hash=False)
+
+    @property
+    def wrapped(self) -> "tuple[DrafterSpec, ...]":
+        """The specs of the drafters it would wrap (:meth:`lookup.base.Drafter.wrapped_specs`)."""
+        return tuple(_spec_of(name, params, f"{self.text} (its {name})")
+                     for name, params in self.cls.wrapped_specs(dict(self.params)))
+
+    @property
+    def wants_top(self) -> int:
+        """The target's top ids per token its drafter reads (0: none): its own or a wrapped drafter's."""
+        return max([self.cls.top_rows(dict(self.params)), *(w.wants_top for w in self.wrapped)])
+
+    @property
+    def wants_vocab(self) -> bool:
+        """Whether its drafter (or one it wraps) may ask for the vocabulary's strings."""
+        return any(c.wants_vocab is not Drafter.wants_vocab or c.set_vocab is not Drafter.set_vocab
+                   for c in self.classes())
+
+    @property
+    def uses_setting(self) -> bool:
+        return self.cls.uses_setting
+
+    def classes(self) -> list[type[Drafter]]:
+        """Its class and those of the drafters it wraps: what its rows depend on (``code_key``)."""
+        return [self.cls, *(c for w in self.wrapped for c in w.classes())]
+
+    def build(self, setting: "Setting") -> Drafter:
+        """A new drafter for ``setting``: a drafter that plans (``uses_setting``) gets it; errors are
+        one-line TypeErrors naming the drafter (:func:`lookup.registry.construct`)."""
+        params = dict(self.params)
+        if self.cls.uses_setting:
+            params["setting"] = setting
+        return construct(self.cls, params, self.name)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _spec_of(name: str, params: dict, text: str) -> DrafterSpec:
+    cls = get(name)
+    check_params(cls, params, name)
+    return DrafterSpec(text, name, dict(params), cls)
+
+
+def parse_drafter(spec: "str | DrafterSpec") -> DrafterSpec:
+    """``"name:key=value"`` (or a drafter file's path) parsed and checked: the name is known, each
+    parameter is one its constructor takes, with a value its annotation allows, and ``setting`` is
+    not among them (the run hands it). Nothing is built. Mistakes are one-line :class:`PLDError`\ s."""
+    if isinstance(spec, DrafterSpec):
+        return spec
+    if not isinstance(spec, str):
+        raise PLDError(f"a drafter spec is a name or 'name:key=value', got {spec!r}")
+    name, params = parse_spec(spec)
+    if "setting" in params:
+        raise PLDError(f"{spec}: setting is not a parameter: the run hands it (--profile, --benchmark, the model)")
+    try:
+        return _spec_of(name, params, spec)
+    except UnknownDrafterError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise PLDError(f"{spec}: {exc}") from None
+

@@ -83,6 +83,18 @@ def _measures_profile_marker(request):
 
 
 @pytest.fixture(autouse=True)
+def drafts_are_planned_under_the_reference_profile(monkeypatch, tmp_path):
+    """A drafter built for a live model (transformers' generate(), ``decoding.generate`` given a spec)
+    plans under its model's cached or measured profile: in tests, nothing cached on this machine is read
+    and nothing is timed, the shipped reference profile stands in for a measurement."""
+    from decoding import setting
+    from pldcore.cost import CPU_SMOLLM2
+
+    monkeypatch.setattr(setting, "profile_path", lambda target: tmp_path / "no-cached-profile.json")
+    monkeypatch.setattr(setting, "cost_profile", lambda target, **kwargs: CPU_SMOLLM2)
+
+
+@pytest.fixture(autouse=True)
 def torch_threads():
     """Whatever a test does to torch's thread count (a live run sizes it to the machine's load) ends with it."""
     before = torch.get_num_threads()
@@ -96,7 +108,7 @@ def live_profile(monkeypatch):
     """The shipped reference profile for live comparisons (compare.py without --replay): nothing is
     timed, and no run reads or writes the profile cached on this machine."""
     from experiments.running import live
-    from lookup.cost import CPU_SMOLLM2
+    from pldcore.cost import CPU_SMOLLM2
 
     monkeypatch.setattr(live, "cost_profile", lambda target, **kwargs: CPU_SMOLLM2)
     return CPU_SMOLLM2

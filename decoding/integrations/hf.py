@@ -1,8 +1,15 @@
 """Our speculative loop inside transformers' ``generate()``, through its ``custom_generate`` hook.
 
     from decoding.integrations import hf
-    out = model.generate(input_ids, custom_generate=hf.generate, drafter="suffix-automaton",
-                         max_new_tokens=64)
+    out = model.generate(input_ids, custom_generate=hf.generate, drafter="adaptive",
+                         max_new_tokens=64)                  # planned for this model on its device
+    out = model.generate(..., custom_generate=hf.generate, drafter="adaptive", profile="h100-8b")
+
+The drafter is built for where it runs (:func:`decoding.setting.target_setting`): this model, on its
+device, under ``profile`` (a named profile of ``docs/hardware.md`` or a profile file) if given, else
+the cached or measured cost profile of the model on that device (said in one line), in the call's
+decoding regime. A drafter instance was built for its own setting: :func:`drafter_for` builds one for
+a model (to keep a history across calls, say).
 
 ``generate`` prepares the inputs and the generation config as usual, then hands them here. What
 is honoured, and how:
@@ -24,16 +31,20 @@ logits outputs are not computed: both are refused with one line (``PLDError``).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import torch
 
 from decoding.generate import generate as speculative_generate
-from decoding.integrations.drafters import fresh_each_request, make_drafter
+from decoding.integrations.drafters import drafter_spec, fresh_each_request
 from decoding.model_target import ModelTarget
+from decoding.setting import target_setting
 from lookup import registry
 from lookup.base import Drafter, hand_vocab
-from lookup.errors import PLDError
+from pldcore.cost import CostProfile
+from pldcore.errors import PLDError
+from pldcore.setting import GREEDY, Regime
 
 #: what drafts when the caller names no drafter: the project's one default (``lookup.DEFAULT_DRAFTER``)
 DEFAULT_DRAFTER = registry.DEFAULT_DRAFTER
@@ -45,14 +56,15 @@ _UNSUPPORTED_OUTPUTS = ("output_scores", "output_logits", "output_attentions", "
 
 def generate(model, input_ids: torch.Tensor, logits_processor=None, stopping_criteria=None, generation_config=None,
              drafter: str | Drafter | None = None, draft_budget: int = 32, seed: int | None = None,
-             vocab: Sequence[str] | None = None, **model_kwargs: Any):
+             vocab: Sequence[str] | None = None, profile: str | CostProfile | None = None, **model_kwargs: Any):
     """``custom_generate`` for transformers' ``generate``: our loop with ``drafter`` on every row.
 
     ``input_ids`` is [B, L] (left-padded when B > 1, with ``attention_mask`` in ``model_kwargs``);
     returns [B, L + n] ids, or a ``GenerateDecoderOnlyOutput`` when ``return_dict_in_generate``.
     ``vocab`` is the vocabulary's strings for a drafter that asks for them
     (``decoding.vocab.vocab_strings(tokenizer)``): transformers keeps a ``tokenizer=`` argument to
-    itself, so none reaches this function.
+    itself, so none reaches this function. ``profile`` (a named profile or a file) is the hardware a
+    drafter given as a spec plans for; by default the model's own on its device (see the module docstring).
     """
     config = generation_config
     _refuse_what_we_cannot_honour(config, logits_processor)
@@ -63,17 +75,28 @@ def generate(model, input_ids: torch.Tensor, logits_processor=None, stopping_cri
     if max_new < 1:
         raise PLDError(f"max_length {config.max_length} leaves no room after {width} input tokens")
     mask = model_kwargs.get("attention_mask")
-    target = ModelTarget(model, None, name=str(getattr(model, "name_or_path", "") or type(model).__name__))
+    target = ModelTarget(model, None, name=_model_name(model))
     eos = config.eos_token_id
     sampling = dict(temperature=float(config.temperature or 1.0), top_k=int(config.top_k or 0),
                     top_p=float(config.top_p if config.top_p is not None else 1.0)) if config.do_sample else {}
-    fresh_each_request(DEFAULT_DRAFTER if drafter is None else drafter, "generate()",
-                       "pass an instance, e.g. drafter=lookup.create('adaptive', history=True), which keeps "
-                       "its history across rows and calls")
+    wanted = DEFAULT_DRAFTER if drafter is None else drafter
+    if isinstance(wanted, Drafter):
+        if profile is not None:
+            raise PLDError("profile= applies to a drafter given as a spec; an instance was built for its own "
+                           "setting: build one for this model with decoding.integrations.hf.drafter_for(model, spec, "
+                           "profile=...)")
+        build = None
+    else:
+        spec = drafter_spec(wanted)
+        fresh_each_request(spec, "generate()", "pass an instance built for this model, e.g. "
+                           "drafter=hf.drafter_for(model, 'adaptive:history=true'), which keeps its history across "
+                           "rows and calls")
+        setting = target_setting(target, profile, Regime(**sampling) if sampling else GREEDY)
+        build = functools.partial(spec.build, setting)
     rows = []
     for b in range(input_ids.shape[0]):
         prompt = _unpadded(input_ids[b], None if mask is None else mask[b])
-        chosen = make_drafter(DEFAULT_DRAFTER if drafter is None else drafter)
+        chosen = wanted if build is None else build()
         hand_vocab(chosen, lambda: vocab)
         out = speculative_generate(target, prompt, chosen, max_new, draft_budget=draft_budget,
                                    seed=seed, eos_token_ids=eos, **sampling)
@@ -85,6 +108,18 @@ def generate(model, input_ids: torch.Tensor, logits_processor=None, stopping_cri
 
         return GenerateDecoderOnlyOutput(sequences=sequences)
     return sequences
+
+
+def drafter_for(model, drafter: str, profile: str | CostProfile | None = None, regime: Regime = GREEDY) -> Drafter:
+    """A drafter of spec ``drafter`` built for ``model`` on its device (:func:`generate`'s setting, under
+    ``profile`` if given, in ``regime``): an instance to pass as ``drafter=`` to many calls, e.g. one
+    that keeps a history across them (``"adaptive:history=true"``)."""
+    target = ModelTarget(model, None, name=_model_name(model))
+    return drafter_spec(drafter).build(target_setting(target, profile, regime))
+
+
+def _model_name(model) -> str:
+    return str(getattr(model, "name_or_path", "") or type(model).__name__)
 
 
 def _refuse_what_we_cannot_honour(config, logits_processor) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pldcore.cost import CostProfile
+
 #: a step's time counts as at most this many times what the fit expects (one slow step, one outlier)
 CLIP = 3.0
 #: steps observed before the fit replaces the hand fit (the first ones set the scale: their median)
@@ -87,3 +89,18 @@ class StepCosts:
         fixed, row, node = self.fit
         node = max(min(max(node, self.scale / BOUND), self.scale * BOUND), 1e-12)
         return fixed / node, max(row / node, 1e-6)
+
+
+#: forward sizes of a profile made from step prices (one request's verified tokens)
+PROFILE_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+
+
+def step_profile(fixed_tokens: float, row_tokens: float, batch: int, model: str = "?") -> CostProfile:
+    """One request's forward cost by the tokens it verifies, in a step of ``batch`` rows priced
+    ``fixed + row * rows + nodes`` (in units of one draft node): each row sends ``k - 1`` nodes, and a
+    request pays its share of the step. What a drafter that plans (``adaptive``) plans under inside the
+    engine: the prices the engine's steps taught (:meth:`StepCosts.tokens`), at the batch it serves."""
+    batch = max(int(batch), 1)
+    seconds = tuple((fixed_tokens + batch * (row_tokens + k - 1)) / batch for k in PROFILE_SIZES)
+    return CostProfile(PROFILE_SIZES, seconds, model=f"{model} (the engine's step prices, batch {batch})",
+                       device="vLLM engine", host="learnt from the engine's own steps")

@@ -46,7 +46,7 @@ Configure it with ``additional_config={"pld_lab": {"batch_rule": {...}}}`` (``Ba
 fields), or ``"batch_rule": false`` to send every offered draft whole.
 
 History: with a drafter spec that keeps a history of earlier requests (``history=true``, in a
-:class:`lookup.history.History`: ``suffix-automaton`` and ``adaptive``), every request's drafter
+:class:`lookup.indexes.history.History`: ``suffix-automaton`` and ``adaptive``), every request's drafter
 shares one: each follows its own request through it (a cursor), and a request's output (its tokens
 after its first row's prompt) joins it once no row has continued the request for
 ``KEEP_ABSENT_STEPS`` steps (steps are ``propose`` calls: an idle engine adds nothing). A history of another kind (the peers') is refused when the engine starts.
@@ -66,12 +66,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from decoding.integrations.drafters import asks_for_history, history_of, make_drafter, share_history
-from decoding.integrations.step_costs import StepCosts
+from decoding.integrations.drafters import asks_for_history, drafter_spec, history_of, share_history
+from decoding.integrations.step_costs import StepCosts, step_profile
 from decoding.vocab import vocab_strings
 from lookup.base import EMPTY_TOKENS, Draft, Drafter, hand_vocab
-from lookup.errors import PLDError
-from lookup.policy import DecayedRate, smoothed_rate
+from pldcore.errors import PLDError
+from pldcore.setting import GREEDY, Setting, model_key
+from lookup.acceptance.rates import DecayedRate, smoothed_rate
 
 #: the drafter spec when none is configured. Not ``lookup.DEFAULT_DRAFTER`` (``adaptive``), for
 #: measured reasons (the vLLM benchmark and the proposer's timings in docs/integrations.md;
@@ -334,31 +335,48 @@ class DrafterProposer:
         # the vocabulary's strings, for a drafter that asks for them: ``vocab``, else read from the
         # engine's tokenizer when the first drafter asks (:meth:`vocab`)
         self._vllm_config, self._vocab, self._vocab_read = vllm_config, vocab, vocab is not None
-        probe = make_drafter(self.spec)  # a bad spec fails when the engine starts, not at the first step
+        self.drafter_spec = drafter_spec(self.spec)  # a bad spec fails when the engine starts
+        #: the served model, as fits name it: whose acceptance fit a drafter that plans reads
+        self.model = str(getattr(getattr(vllm_config, "model_config", None), "model", None) or "?")
+        self.k = self._speculative_tokens(vllm_config, num_speculative_tokens)
+        self.rule = configured_rule(vllm_config) if batch_rule is None else BatchRule.from_setting(batch_rule)
+        #: the engine's step costs, fitted from the intervals between calls (None: the rule's own)
+        self.costs = (StepCosts(self.rule.fixed_tokens, self.rule.row_tokens, self.rule.cost_strength)
+                      if self.rule is not None and self.rule.learn_costs else None)
+        probe = self.drafter_spec.build(self.setting(1))
         #: with ``history=true``, the history every request's drafter shares (finished requests' outputs)
         self.history = history_of(probe) if asks_for_history(probe) else None
         if asks_for_history(probe) and self.history is None:
             raise PLDError(f"{self.spec}: its history cannot be shared by the requests vLLM serves side by side "
-                           "(only lookup.history.History can, as suffix-automaton and adaptive keep it); "
+                           "(only lookup.indexes.history.History can, as suffix-automaton and adaptive keep it); "
                            "drop history=true")
-        k = num_speculative_tokens
-        if k is None:
-            k = getattr(getattr(vllm_config, "speculative_config", None), "num_speculative_tokens", None)
-        if not isinstance(k, int) or k < 1:
-            raise PLDError(f"num_speculative_tokens must be an integer >= 1, got {k!r}")
-        self.k = k
-        self.rule = configured_rule(vllm_config) if batch_rule is None else BatchRule.from_setting(batch_rule)
         self.kept: list[_Request] = []  # the requests seen lately
         self.by_slot: dict[int, _Request] = {}  # batch row -> its request, at the last step
         self.resets = 0  # new requests recognised (drafters built)
         #: acceptance rates learnt from every request: a new request's starting point
-        self.shared = self.rule.new_rates(k, SHARED_DECAY) if self.rule is not None else None
-        #: the engine's step costs, fitted from the intervals between calls (None: the rule's own)
-        self.costs = (StepCosts(self.rule.fixed_tokens, self.rule.row_tokens, self.rule.cost_strength)
-                      if self.rule is not None and self.rule.learn_costs else None)
+        self.shared = self.rule.new_rates(self.k, SHARED_DECAY) if self.rule is not None else None
         self.clock = clock
         #: the last call's start and the nodes it sent each request (by id), for the step that verifies them
         self._last_call: tuple[float, dict[int, int]] | None = None
+
+    @staticmethod
+    def _speculative_tokens(vllm_config: Any, k: int | None) -> int:
+        if k is None:
+            k = getattr(getattr(vllm_config, "speculative_config", None), "num_speculative_tokens", None)
+        if not isinstance(k, int) or k < 1:
+            raise PLDError(f"num_speculative_tokens must be an integer >= 1, got {k!r}")
+        return k
+
+    def setting(self, batch: int) -> Setting:
+        """Where a request's drafter runs: the served model, greedy (the regime of each request is its
+        own; the drafters' fits are greedy ones), at ``batch`` rows, priced by the step prices the
+        engine's steps taught so far (:func:`~decoding.integrations.step_costs.step_profile`; the
+        batch rule's hand fit before they say, or without a rule)."""
+        learnt = self.costs.tokens() if self.costs is not None else None
+        rule = self.rule or BatchRule()
+        fixed, row = learnt if learnt is not None else (rule.fixed_tokens, rule.row_tokens)
+        return Setting.of(self.model, step_profile(fixed, row, batch, model_key(self.model)), GREEDY, batch,
+                          profile_source="the engine's step prices" if learnt is not None else "the batch rule's hand fit")
 
     def load_model(self, *args, **kwargs) -> None:
         """vLLM's hook for loading a draft model: a lookup drafter has none."""
@@ -413,7 +431,7 @@ class DrafterProposer:
         for request in ([last] if last is not None else []) + self.kept:
             if all(request is not t for t in taken) and request.extends(row):
                 return request
-        drafter = make_drafter(self.spec)
+        drafter = self.drafter_spec.build(self.setting(max(len(taken) + 1, len(self.by_slot))))
         hand_vocab(drafter, self.vocab)
         if self.history is not None:
             share_history(drafter, self.history)

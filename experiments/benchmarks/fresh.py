@@ -76,7 +76,7 @@ from experiments.benchmarks.suites.doc_qa import (
     unique_opening,
 )
 from experiments.benchmarks.suites.summarization import SUMMARY_INSTRUCTIONS
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 __all__ = ["FRESH_VERSION", "TASKS", "fresh_prompts", "space_size"]
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence, TypeVar
 
-from lookup.errors import PLDError
-from lookup.registry import unknown_name
+from pldcore.errors import PLDError
+from pldcore.names import unknown_name
 
 __all__ = [
     "Prompt",

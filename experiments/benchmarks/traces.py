@@ -43,8 +43,9 @@ from decoding.loading import EMBEDDED_NAME, cache_dir, packaged_name
 from decoding.target import TopRows
 from experiments.benchmarks.untrusted import (MAX_DEPTH, clean, open_regular, parse_json, read_bytes, read_json,
                                               too_deep)
-from lookup.cost import CPU_SMOLLM2, CostProfile
-from lookup.errors import PLDError
+from pldcore.cost import CPU_SMOLLM2, CostProfile
+from pldcore.errors import PLDError
+from pldcore.setting import GREEDY, Setting
 
 #: the shipped benchmark: ``<package>/data/<model>/`` with its ``BENCHMARK.json``
 SHIPPED_ROOT = Path(__file__).resolve().parent / "data"
@@ -314,6 +315,20 @@ def traces_model(sets: Sequence[TraceSet]) -> str | None:
     cases record, or None (traces of another model: the caller names it)."""
     names = {case.model for s in sets for case in s.cases[:1]}
     return packaged_name(names.pop()) if len(names) == 1 else None
+
+
+def traces_setting(sets: Sequence[TraceSet], profile: CostProfile | None = None, batch: int = 1) -> Setting:
+    """The setting the traces were decoded in: the model the cases record, greedy (every trace is), at
+    ``batch``, priced under ``profile`` or, without one, the traces' own (the profile of the machine that
+    recorded them, the benchmark's reference profile for a shipped one). The one place where "no
+    profile" means "the traces' own": every command and board track that replays traces resolves here."""
+    if not sets:
+        raise PLDError("no traces to replay")
+    names = {case.model for s in sets for case in s.cases[:1]}
+    model = names.pop() if len(names) == 1 else sets[0].cases[0].model if sets[0].cases else "?"
+    own = sets[0].profile
+    return Setting.of(model, profile or own, GREEDY, batch,
+                      profile_source="given" if profile is not None else "the traces' own")
 
 
 def shipped_benchmarks() -> dict[str, Path]:

@@ -22,7 +22,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 #: the longest a reason, a refused operation or any other one-line text is kept
 LINE_CHARS = 300

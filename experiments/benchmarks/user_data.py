@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 
 from experiments.benchmarks.prompts import Prompt, take
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 __all__ = ["load_dataset_file", "load_jsonl_questions"]
 

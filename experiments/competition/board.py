@@ -16,7 +16,7 @@ from typing import Iterator, Sequence
 
 from experiments.benchmarks.paths import ROOT
 from experiments.benchmarks.untrusted import clean, read_json
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 DEFAULT_BOARD = ROOT / "leaderboard"
 BOARD_FILE = "board.json"

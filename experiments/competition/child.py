@@ -13,7 +13,7 @@ process serves every case in order). Start-up, in this order (untrusted code run
 last step, and only in a case process):
 
 1. (zygote) resource limits (address space, file size, open files, CPU time, no core files);
-2. (zygote) imports of numpy and ``lookup`` (from the parent's own checkout), of the modules the
+2. (zygote) imports of numpy, ``pldcore`` and ``lookup`` (from the parent's own checkout), of the modules the
    submission's source names (standard library and allowed packages only, as the parent found them
    without running it), and a built-in's class, warmed up; then the calibration steps;
 3. (case process, forked) every descriptor closed but its own channel, the refusal channel and its
@@ -253,7 +253,7 @@ class BadParams(Exception):
 def _load_file(source: dict):
     import types
 
-    from lookup.errors import PLDError
+    from pldcore.errors import PLDError
     from lookup.files import compile_source, the_drafter
 
     path = source["path"]
@@ -405,7 +405,8 @@ class Child:
         self.drafter = _Calibration()  # until the submission is loaded
         self.last = None  # the Draft the drafter returned at its last propose
         self.cases = 0
-        self._cost_profile = None  # the hello's profile, once read (make)
+        self._setting = None  # the hello's setting, once read (make)
+        self._spec = None  # the entry as a parsed spec, once made (make)
 
     def send_json(self, **data) -> None:
         self.conn.send_bytes(b"J" + json.dumps(data, default=str).encode())
@@ -435,6 +436,8 @@ class Child:
         import numpy  # noqa: F401
 
         _prepare_numba()  # before lookup's kernels choose their cache folder, at import
+        # the base first: lookup imports it (both from the parent's own checkout, neither on sys.path)
+        _import_file("pldcore", os.path.join(hello["pldcore_dir"], "__init__.py"), hello["pldcore_dir"])
         _import_file("lookup", os.path.join(hello["lookup_dir"], "__init__.py"), hello["lookup_dir"])
         _neutralise_subprocess()
         for var in ("PLD_LAB_CACHE", "TMPDIR"):  # inside bubblewrap the scratch dir is a fresh tmpfs
@@ -558,39 +561,43 @@ class Child:
         self.send_json(loaded=True, wants_top=self.wants_top)
 
     def make(self):
-        """A new drafter; one that asks for the vocabulary's strings gets the parent's (sent once,
-        with the hello, and shared by every drafter of this process: a tuple, which none can change)."""
+        """A new drafter, built as every path builds one (:meth:`lookup.specs.DrafterSpec.build`) for
+        the setting the entry is scored in (sent with the hello); one that asks for the vocabulary's
+        strings gets the parent's (sent once, with the hello, and shared by every drafter of this
+        process: a tuple, which none can change)."""
         from lookup.base import hand_vocab
 
-        drafter = self.cls(**self._params())
+        drafter = self.spec().build(self._read_setting())
         hand_vocab(drafter, lambda: self.hello.get("vocab"))
         return drafter
 
-    def _params(self) -> dict:
-        """The entry's parameters, with the hello's cost profile for a cost-aware drafter that was not
-        given one: it plans under the profile its entry is scored under, as compare.py's do."""
-        if self.hello.get("profile") is not None and self.cls.uses_profile and "profile" not in self.params:
-            return {**self.params, "profile": self._profile()}
-        return self.params
+    def spec(self):
+        """The entry as a parsed spec: its class and its parameters (checked by :meth:`check_params`)."""
+        if self._spec is None:
+            from lookup.specs import DrafterSpec
 
-    def _profile(self):
-        """The hello's cost profile, read once."""
-        if self._cost_profile is None:
-            from lookup.cost import CostProfile
+            source = self.hello["source"]
+            shown = source.get("display") or source.get("name") or "submission"
+            self._spec = DrafterSpec(shown, shown, dict(self.params), self.cls)
+        return self._spec
 
-            self._cost_profile = CostProfile.from_dict(self.hello["profile"])
-        return self._cost_profile
+    def _read_setting(self):
+        """The hello's setting, read once."""
+        if self._setting is None:
+            from pldcore.setting import Setting
+
+            self._setting = Setting.from_dict(self.hello["setting"])
+        return self._setting
 
     def check_params(self) -> None:
         """Build the drafter once through the registry's checks (:func:`lookup.registry.construct`,
         what ``lookup.create`` and so compare.py apply): a TypeError there (an unknown parameter,
         with the close names; a value of the wrong type; a required one missing) is :class:`BadParams`."""
-        from lookup.registry import construct
-
-        source = self.hello["source"]
-        shown = source.get("display") or source.get("name") or "submission"
+        spec = self.spec()
+        if "setting" in self.params:
+            raise BadParams(f"drafter {spec.name!r}: setting is not a parameter: the board hands it")
         try:
-            construct(self.cls, self._params(), shown)
+            spec.build(self._read_setting())
         except TypeError as exc:
             raise BadParams(str(exc)) from None
 

@@ -28,7 +28,7 @@ from experiments.benchmarks.traces import TraceSet, benchmark_hash, halves, subs
 from experiments.competition.scoring import replay_scores
 from experiments.competition.text import clean
 from experiments.running.acceptance_fit import collect, fits_of, model_of
-from lookup.acceptance import Fits
+from pldcore.fits import Fits
 
 #: one half's held-out cases (by id) and the fit made on the other half
 Fold = tuple[frozenset[str], Fits]

@@ -18,7 +18,8 @@ from tqdm import tqdm
 
 import decoding
 import lookup
-from experiments.benchmarks.traces import spread_cases
+from decoding.setting import target_setting
+from experiments.benchmarks.traces import spread_cases, traces_setting
 from experiments.competition import child as child_side
 from experiments.competition.flags import beyond_share, flags_alone, with_fresh
 from experiments.competition.board import NAME_RE, ORACLE, Board, atomic_write, now
@@ -29,7 +30,8 @@ from experiments.competition.scoring import (CPU_TRACK, GPU_TRACKS, ORACLE_CAP, 
 from experiments.competition.text import clean, clean_block, portable_refusal
 from experiments.running.explain import pool_losses
 from experiments.running.store import code_key, git_sha
-from lookup.errors import PLDError
+from lookup.specs import DrafterSpec
+from pldcore.errors import PLDError
 
 EXAMPLES = Path(__file__).resolve().parent / "submissions"
 
@@ -153,7 +155,7 @@ def make_entry(evaluation, kind: str, benchmark: str, limits=None, public: bool 
         "time": now(), "git_sha": git_sha(), "stream": bool(ev.stream),
         "limits": limits.to_dict() if limits is not None else None,
         # the code behind a built-in's score: a baseline is scored again when it changes
-        "code": code_key(lookup.create(ev.submission.source["name"], **ev.submission.params))
+        "code": code_key(*_spec(ev.submission.source["name"], ev.submission.params).classes())
         if ev.submission.source["kind"] == "builtin" else None,
     }
     if ev.ok:
@@ -212,14 +214,15 @@ def gpu_track(evaluation: Evaluation, track: Track, entry: dict, benchmark: str,
     return track_scores(evaluation.cases, entry["name"], entry["params"], track.profile, benchmark)
 
 
+def _spec(name: str, params: dict) -> DrafterSpec:
+    """The spec of built-in drafter ``name`` with ``params`` (checked where the entry was submitted)."""
+    return DrafterSpec(name, name, dict(params), lookup.get(name))
+
+
 def _fitted_on(submission, sets) -> str | None:
-    """The benchmark a built-in entry's fitted numbers come from, as the sandbox makes it: a cost-aware
-    drafter gets the benchmark's own profile (so a second model's entry reads that model's fit)."""
-    cls = lookup.get(submission.source["name"])
-    params = dict(submission.params)
-    if cls.uses_profile and "profile" not in params and sets:
-        params["profile"] = sets[0].profile
-    return lookup.create(submission.source["name"], **params).fitted_on()
+    """The benchmark a built-in entry's fitted numbers come from, built as the sandbox builds it: for
+    the benchmark's setting (so a second model's entry reads that model's fit)."""
+    return _spec(submission.source["name"], submission.params).build(traces_setting(sets)).fitted_on()
 
 
 def run_submission(board: Board, submission, sets, info: dict, kind: str, limits, landlock: bool = True,
@@ -376,7 +379,7 @@ def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, n
     # every built-in replays (the traces hold the target's top-k rows that `recycling` reads)
     for name in [lookup.canonical(n) for n in names] if names else lookup.builtin_names():
         entries = []
-        if rerun or have.get(name, "") != code_key(lookup.create(name)):
+        if rerun or have.get(name, "") != code_key(*_spec(name, {}).classes()):
             entries.append(run_submission(board, Submission.builtin(name), sets, info, "baseline", limits, landlock,
                                           require_isolation))
         entries += stream_entry(board, name, "baseline", have, rerun, sets, info, limits, landlock, require_isolation)
@@ -423,7 +426,7 @@ def stream_entry(board: Board, name: str, kind: str, have: dict, rerun: bool, se
     spec = f"{name}:history=true"
     if "history" not in inspect.signature(type(lookup.create(name))).parameters:
         return []
-    if not rerun and have.get(spec, "") == code_key(lookup.create(name, history=True)):
+    if not rerun and have.get(spec, "") == code_key(*_spec(name, {"history": True}).classes()):
         return []
     submission = dataclasses.replace(Submission.builtin(name, {"history": True}), name=spec)
     return [run_submission(board, submission, sets, info, kind, limits, landlock, require_isolation, stream=True)]
@@ -528,6 +531,8 @@ def verify_entries(entries: Sequence[dict], target, prompts: Sequence[Sequence[i
     limits = dataclasses.replace(limits, total_s=max(limits.total_s, 24 * 3600.0))
     results: dict[str, dict] = {}
     decoding.generate(target, prompts[0], lookup.create("none"), 4)  # first forwards allocate
+    # this model on this machine: its cached or reference profile (never measured here: timings follow)
+    setting = target_setting(target, measure=False)
     for entry in entries:
         name = entry["name"]
         try:
@@ -540,7 +545,8 @@ def verify_entries(entries: Sequence[dict], target, prompts: Sequence[Sequence[i
         reference, walls = [], []
         try:
             with Sandbox(submission, target.vocab_size, limits, deny, landlock,
-                         require_isolation=require_isolation, public=public, vocab=target.vocab()) as box:
+                         require_isolation=require_isolation, public=public, vocab=target.vocab(),
+                         setting=setting) as box:
                 box.generate(target, prompts[0], 4)  # warm-up: first calls and forwards allocate
                 for prompt in prompts:
                     t0 = time.perf_counter()

@@ -41,8 +41,8 @@ from experiments.competition.text import markdown as md
 from experiments.reporting.summary import oracle_gain
 from experiments.reporting.tables import render
 from experiments.running.explain import PARTS
-from lookup.errors import PLDError
-from lookup.registry import unknown_name
+from pldcore.errors import PLDError
+from pldcore.names import unknown_name
 
 #: our entries whose per-group figures docs/oracle-gap.md shows
 ADAPTIVE = ("adaptive", "adaptive:history=true")

@@ -29,7 +29,7 @@ from experiments.benchmarks.fresh import FRESH_VERSION, TASKS, fresh_prompts, sp
 from experiments.benchmarks.traces import TraceSet, load_trace_sets, model_key, shipped_folder, write_benchmark
 from experiments.competition.scoring import benchmark_info
 from experiments.running.record import record
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 #: new tokens per fresh case, as in the shipped benchmark
 FRESH_NEW_TOKENS = 128

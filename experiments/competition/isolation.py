@@ -6,8 +6,8 @@
     cpu_seconds(pid)                               # the child's CPU time, as the kernel counts it
 
 **What a submission reads.** A lookup function needs the standard library, numpy, numba, torch
-(if it must: ``unfold`` uses it), ``lookup`` and its own file: exactly these (and the system's
-shared libraries) are readable. "numpy, numba, torch" means their installed distributions, what
+(if it must: ``unfold`` uses it), ``lookup`` with the base it stands on (``pldcore``), and its own
+file: exactly these (and the system's shared libraries) are readable. "numpy, numba, torch" means their installed distributions, what
 those require (recursively, from their metadata), and the few packages they import when present
 (:data:`OPTIONAL_IMPORTS`): the same packages with and without bubblewrap, so a package that an
 import looks for is either readable or not there at all. Never the model package, transformers,
@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from experiments.competition.confine import expand_hidden
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 #: the distributions a submission may import besides the standard library and ``lookup``, with
 #: every distribution they require (recursively) and every extra they declare (torch's: optree,

@@ -52,6 +52,7 @@ import numpy as np
 
 import decoding
 import lookup
+import pldcore
 from decoding.generate import DraftError
 from decoding.loading import cache_dir
 from experiments.competition import child as child_side
@@ -59,13 +60,19 @@ from experiments.competition import confine, isolation
 from experiments.competition.protocol import (Disqualified, OutputTail, Pipe, draft_answer, error_in, fields,
                                               json_answer, protocol_error)
 from experiments.competition.text import clean
+from experiments.benchmarks.traces import traces_setting
 from experiments.running.replay import DRAFT_BUDGET, replay_case
 from experiments.running.serving import serve_traces
 from lookup.base import MAX_TOP, Draft, Drafter
-from lookup.cost import CostProfile
-from lookup.errors import PLDError
+from pldcore.cost import CostProfile
+from pldcore.setting import Setting, reference_setting
+
+#: the base package (``pldcore``): the child imports it, as ``lookup``, from the parent's checkout
+PLDCORE_DIR = str(Path(pldcore.__file__).resolve().parent)
+from pldcore.errors import PLDError
 from lookup.files import compile_source, file_drafter_name
-from lookup.registry import ENTRY_POINT_GROUP, unknown_name
+from lookup.registry import ENTRY_POINT_GROUP
+from pldcore.names import unknown_name
 
 CHILD_SCRIPT = Path(child_side.__file__).resolve()
 CONFINE_SCRIPT = Path(confine.__file__).resolve()
@@ -188,7 +195,7 @@ def preloads(submission: Submission) -> dict:
         source = submission.child_source()
         root = Path(source["package_dir"] or source["origin"])
         files = sorted(root.rglob("*.py"))[:200] if root.is_dir() else [root]
-    trusted = ("lookup", *isolation.ALLOWED_PACKAGES)
+    trusted = ("lookup", "pldcore", *isolation.ALLOWED_PACKAGES)
     names: list[str] = []
     # not one whose code needs packages a submission may not read (they would be in memory)
     drafters = [d for d in lookup.trusted_names() if d not in isolation.EXTRA_DISTRIBUTIONS]
@@ -234,11 +241,11 @@ class Sandbox:
                  deny: Sequence[str | Path] = (), landlock: bool = True, audit_hook: bool = True,
                  seccomp: bool = True, bwrap: bool = True, require_isolation: bool = False,
                  stream: bool = False, public: bool = True, vocab: Sequence[str] | None = None,
-                 profile: CostProfile | None = None) -> None:
+                 setting: Setting | None = None) -> None:
         self.submission, self.vocab_size, self.limits = submission, int(vocab_size), limits
-        # the cost profile the entry is scored under, sent with the hello: the child hands it to a
-        # cost-aware drafter (Drafter.uses_profile) that was not given one, as compare.py does
-        self.profile = None if profile is None else json.loads(profile.to_json())
+        # the setting the entry is scored in (None: the reference setting, pldcore.setting.reference_setting),
+        # sent with the hello: the child builds a drafter that plans (Drafter.uses_setting) for it
+        self.setting = (setting or reference_setting()).to_dict()
         # the vocabulary's strings (the benchmark's vocab.json.gz), sent once with the hello: the child
         # hands them to an entry that asks (Drafter.wants_vocab), which never reads a file for them
         self.vocab = None if vocab is None else tuple(vocab)
@@ -307,7 +314,7 @@ class Sandbox:
         """(reads, hidden) of the child; a denied path (traces, board, model, caches) under a
         readable one is a PLDError."""
         lookup_dir = str(Path(lookup.__file__).resolve().parent)
-        reads, hidden = isolation.read_paths(lookup_dir, [str(CHILD_SCRIPT), str(CONFINE_SCRIPT),
+        reads, hidden = isolation.read_paths(lookup_dir, [PLDCORE_DIR, str(CHILD_SCRIPT), str(CONFINE_SCRIPT),
                                                           *self.submission.extra_roots()])
         # a cache set to a folder that holds the Python installation (PLD_LAB_CACHE=$HOME) cannot be
         # denied wholesale; the trace folders inside it still are
@@ -399,11 +406,12 @@ class Sandbox:
             "vocab_size": self.vocab_size, "limits": self.limits.to_dict(),
             # where a tmpfs holds the scratch files, they are memory too: the two share the limit
             "address_bytes": self.limits.memory_bytes - (self.limits.file_bytes if self.bwrapped else 0),
-            "lookup_dir": str(Path(lookup.__file__).resolve().parent), "confine_path": str(CONFINE_SCRIPT),
+            "lookup_dir": str(Path(lookup.__file__).resolve().parent), "pldcore_dir": PLDCORE_DIR,
+            "confine_path": str(CONFINE_SCRIPT),
             "read_roots": reads, "hidden_roots": hidden, "list_roots": isolation.list_paths(), "write_root": home,
             "deny_roots": self.deny, "devices": [d for d in isolation.DEVICES if os.path.exists(d)],
             "refusal_fd": self._refusal_fd, "landlock": self.landlock, "seccomp": self.seccomp,
-            "audit_hook": self.audit_hook, "stream": self.stream, "vocab": self.vocab, "profile": self.profile,
+            "audit_hook": self.audit_hook, "stream": self.stream, "vocab": self.vocab, "setting": self.setting,
             **preloads(self.submission),
         }
         data = self._exchange(hello, deadline, "start-up", self._late_start())
@@ -930,8 +938,9 @@ def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequ
     """Replay ``submission`` over every case of ``sets`` in one sandbox, each case in a process of
     its own; ``stream``: one drafter serves every case in the benchmark's order (``in_order``),
     keeping what it learns; ``public``: the cases are public (see :class:`Sandbox`); ``profile``:
-    the cost profile the cases are priced and a cost-aware drafter plans under (None: each set's
-    own); ``draft_budget``: the most draft nodes per step. Never raises Disqualified."""
+    the cost profile the cases are priced and a drafter that plans plans under (None: the traces'
+    own; the setting is :func:`~experiments.benchmarks.traces.traces_setting`'s); ``draft_budget``:
+    the most draft nodes per step. Never raises Disqualified."""
     vocab = max((c.vocab_size for s in sets for c in s.cases), default=0)
     if not vocab:
         raise PLDError("the trace sets hold no cases")
@@ -939,14 +948,15 @@ def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequ
     result = Evaluation(submission, stream=stream)
     t0 = time.perf_counter()
     strings = next((s.vocab for s in sets if s.vocab is not None), None)  # read only from the parent's side
+    setting = traces_setting(sets, profile)
     box = Sandbox(submission, vocab, limits, deny, landlock, require_isolation=require_isolation, stream=stream,
-                  public=public, vocab=strings, profile=profile or (sets[0].profile if sets else None))
+                  public=public, vocab=strings, setting=setting)
     try:
         with box:
             result.setup_s = box.setup_s
             # the box serves every case: a fresh drafter in it per case, or its one drafter for a stream
-            for trace_set, case, priced, _ in serve_traces(sets, lambda _profile: box, stream=stream, profile=profile):
-                out, rt = box.replay(case, priced, draft_budget)
+            for trace_set, case, _, _ in serve_traces(sets, lambda _setting: box, setting, stream=stream):
+                out, rt = box.replay(case, setting.profile, draft_budget)
                 result.cases.append((trace_set, case, out))
                 result.round_trip_s += rt
                 if progress is not None:

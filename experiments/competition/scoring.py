@@ -26,11 +26,11 @@ from experiments.running.oracle import ORACLE_CAP, cost_aware_oracle_times, orac
 from experiments.running.tracks import CPU_TRACK, GPU_TRACKS, TRACKS, Track, track_named  # noqa: F401 (the board's tracks)
 from experiments.running.rows import CaseResult, case_result
 from experiments.running.topk_oracle import topk_oracle_steps
-from lookup.cost import CostProfile
-from lookup.hardware import profile_named
+from pldcore.cost import CostProfile
+from pldcore.hardware import profile_named
 
 #: the large-GPU regime: verifying up to 64 tokens costs one forward of a 7B-class model on a big
-#: GPU, so that drafter microseconds weigh what they would weigh there (lookup.hardware's ``flat``)
+#: GPU, so that drafter microseconds weigh what they would weigh there (pldcore.hardware's ``flat``)
 GPU_PROFILE = profile_named("flat")
 GPU_FORWARD_S = GPU_PROFILE.cost(1)
 

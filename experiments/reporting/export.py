@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from experiments.running.rows import CaseResult
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 #: per-row values derived from the stored fields (``CaseResult`` properties), written after them
 DERIVED = ("group", "tau", "tokens_per_s", "est_speedup", "decode_speedup", "replay")

@@ -30,7 +30,7 @@ from experiments.benchmarks.traces import TraceCase
 from experiments.running.oracle import MIN_ORACLE_GAIN, cost_aware_oracle_times
 from experiments.running.oracle import oracle_gain  # noqa: F401  (the views import it from here)
 from experiments.running.rows import CaseResult
-from lookup.cost import CostProfile
+from pldcore.cost import CostProfile
 
 
 def method_order(rows: Iterable[CaseResult]) -> list[str]:

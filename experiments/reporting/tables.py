@@ -11,7 +11,7 @@ from experiments.benchmarks.untrusted import clean
 from experiments.reporting.summary import ALL, board_score, oracle_gain, oracle_speedups, sample_notes, summarize
 from experiments.running.explain import PARTS, Loss
 from experiments.running.rows import CaseResult
-from lookup.cost import CostProfile
+from pldcore.cost import CostProfile
 
 #: (header, summarize() key); a column shows only when some method has a value for it
 COLUMNS = [

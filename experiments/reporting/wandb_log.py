@@ -39,7 +39,7 @@ import numpy as np
 
 from experiments.reporting.summary import ALL, by_method_and_group, group_order, method_order, summarize
 from experiments.running.rows import CaseResult
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 MODES = ("online", "offline", "off")
 INIT_TIMEOUT_S = 15.0  # wandb's default is 90 s: too long to wait for a server that is not there

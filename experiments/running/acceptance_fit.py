@@ -8,7 +8,7 @@ context while a history is kept (:data:`lookup.acceptance.WITH_HISTORY`).
 
     data = collect(sets)                     # adaptive replayed without the models: rows per fit and model
     report = held_out(data["history"]["later"])   # fitted on even cases, scored on odd ones, and back
-    fits = fits_of(data, model, benchmark)   # fitted on every case: what lookup/acceptance/fits/ ships
+    fits = fits_of(data, model, benchmark)   # fitted on every case: what pldcore/fits/ ships
 
 Rows for the context's own fits come from each case replayed on its own (as ``adaptive`` drafts
 without a history); rows for the other fits, from the benchmark served as one stream of requests
@@ -26,12 +26,14 @@ from typing import Collection, Sequence
 
 import numpy as np
 
-from experiments.benchmarks.traces import TraceSet, in_order
+from experiments.benchmarks.traces import TraceSet, in_order, traces_setting
 from experiments.running.hindsight import TraceWrapper, accepted_path, rank_auc
 from experiments.running.oracle import sequence_of
 from experiments.running.replay import replay_case
 from experiments.running.serving import serve_traces
-from lookup.acceptance import WITH_HISTORY, Fits, first_token, later_nodes
+from lookup.acceptance import WITH_HISTORY, first_token, later_nodes
+from pldcore.fits import Fits
+from pldcore.setting import Setting, reference_setting
 from lookup.acceptance.model import FITTED
 from lookup.base import SOURCES, Draft
 from lookup.drafters.adaptive import AdaptiveDrafter
@@ -58,15 +60,15 @@ class Rows:
     case: np.ndarray  # [n] int index of the case
 
 
-def collector(profile, history: bool = False) -> AdaptiveDrafter:
+def collector(setting: Setting, history: bool = False) -> AdaptiveDrafter:
     """The drafter whose drafts the rows are collected from (:data:`COLLECTOR_SPEC`)."""
-    return AdaptiveDrafter(profile=profile, first_token_model=False, chain_model=False, history=history)
+    return AdaptiveDrafter(setting=setting, first_token_model=False, chain_model=False, history=history)
 
 
 def settings() -> dict:
     """What a fit depends on besides the benchmark: the collecting drafter's parameters (its base,
     the statistics' priors, strength and decay), as a fit file records them."""
-    drafter = collector(None)
+    drafter = collector(reference_setting())
     params = drafter.params()
     return {"collected_with": COLLECTOR_SPEC, "base": params["base"], "base_params": params["base_params"],
             **drafter.model.settings()}
@@ -102,8 +104,8 @@ class _Collector(TraceWrapper):
 
 
 def collect(sets: Sequence[TraceSet], progress=None) -> dict[str, dict[str, Rows]]:
-    """Replay ``adaptive`` (default base, without the models) on every case of ``sets``, each priced by
-    its set's profile, and collect the rows of every fit of each model (``out[fit][model]``, for each
+    """Replay ``adaptive`` (default base, without the models) on every case of ``sets``, in their setting
+    (:func:`~experiments.benchmarks.traces.traces_setting`: priced by their own profile), and collect the rows of every fit of each model (``out[fit][model]``, for each
     fit of :data:`~lookup.acceptance.model.FITTED`): the fits for drafts from the context with each case
     on its own, the others (drafts from the history, and from the context while a history is kept)
     with the cases served as one stream (``history=True``). ``progress`` is called once per case
@@ -111,14 +113,14 @@ def collect(sets: Sequence[TraceSet], progress=None) -> dict[str, dict[str, Rows
     found: dict[tuple[str, str], list] = defaultdict(list)
     ordered = in_order(sets)
     every = {fit for fits in FITTED.values() for fit in fits}
-    # a case on its own; then the cases as one stream, whose one drafter is priced by the first
-    # set's profile (a benchmark has one), each case by its own set's, as explain's and replay's are
+    # a case on its own; then the cases as one stream, as explain's and replay's are
+    setting = traces_setting(ordered)
     for fits, history in (({SOURCES[0]}, False), (every - {SOURCES[0]}, True)):
-        served = serve_traces(ordered, lambda profile, history=history: collector(profile, history=history),
-                              stream=history)
-        for index, (_, case, profile, inner) in enumerate(served):
+        served = serve_traces(ordered, lambda setting, history=history: collector(setting, history=history),
+                              setting, stream=history)
+        for index, (_, case, setting, inner) in enumerate(served):
             drafter = _Collector(inner, sequence_of(case), fits)
-            replay_case(case, drafter, profile)
+            replay_case(case, drafter, setting.profile)
             for key, rows in drafter.rows.items():
                 found[key] += [(x, y, own, index) for x, y, own in rows]
             if progress is not None:

@@ -8,7 +8,7 @@ from typing import Callable, Iterator
 from experiments.benchmarks import tasks as task_suites
 from experiments.benchmarks.tasks import Prompt
 from experiments.running.methods import Sampling
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 
 @dataclass

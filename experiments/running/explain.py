@@ -37,14 +37,14 @@ from typing import Iterable, Sequence
 
 from decoding.generate import GenerationResult
 from experiments.benchmarks.prompts import ALL, group_of
-from experiments.benchmarks.traces import TraceCase, TraceSet
+from experiments.benchmarks.traces import TraceCase, TraceSet, traces_setting
 from experiments.running.methods import parse_method
 from experiments.running.hindsight import Signal, rank_auc, with_hindsight
 from experiments.running.oracle import ORACLE_CAP, OraclePlan, cost_aware_plan, oracle_gain, sequence_of
 from experiments.running.replay import DRAFT_BUDGET, replay_case
 from experiments.running.rows import run_times
 from experiments.running.serving import serve_traces
-from lookup.cost import CostProfile
+from pldcore.cost import CostProfile
 
 PARTS = ("missed", "wrong", "short", "long", "beyond", "drafter")
 
@@ -138,7 +138,8 @@ def explain(sets: Sequence[TraceSet], spec: str, profile: CostProfile | None = N
             cap: int = ORACLE_CAP, progress=None, stream: bool = False, hindsight: str | None = None,
             draft_budget: int = DRAFT_BUDGET) -> dict[str, Loss]:
     """Replay drafter ``spec`` on every case of ``sets`` and decompose its gap to the oracle
-    (:func:`pool_losses`), under ``profile`` (default: each trace set's own), with at most
+    (:func:`pool_losses`), under ``profile`` (default: the traces' own,
+    :func:`~experiments.benchmarks.traces.traces_setting`), with at most
     ``draft_budget`` draft nodes a step (a track's: :mod:`experiments.running.tracks`).
 
     ``stream``: one drafter serves every case in the benchmark's order, as ``--stream`` replays do
@@ -147,10 +148,12 @@ def explain(sets: Sequence[TraceSet], spec: str, profile: CostProfile | None = N
     that records the drafter's first-token predictions (``signal:AUC``) sets ``first_token_auc``.
     """
     method = parse_method(spec)
+    setting = traces_setting(sets, profile)
     readings: dict[str, list[tuple[float, bool]]] = defaultdict(list)  # group -> (prediction, outcome)
 
     def runs():
-        for _, case, priced, drafter in serve_traces(sets, method.make, stream=stream, profile=profile):
+        for served in serve_traces(sets, method.make, setting, stream=stream):
+            case, priced, drafter = served.case, served.setting.profile, served.drafter
             if hindsight is not None:
                 drafter = with_hindsight(drafter, sequence_of(case), hindsight, priced)
             yield case, replay_case(case, drafter, priced, draft_budget), priced

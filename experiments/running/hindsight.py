@@ -38,8 +38,8 @@ import numpy as np
 
 from lookup.drafters.adaptive import AdaptiveDrafter
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
-from lookup.cost import CostProfile
-from lookup.errors import PLDError
+from pldcore.cost import CostProfile
+from pldcore.errors import PLDError
 from lookup.acceptance.planner import forward_costs
 
 MODES = ("gate", "trim", "cut")

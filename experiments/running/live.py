@@ -26,7 +26,8 @@ from experiments.running.methods import DrafterMethod, Method, Sampling, parse_m
 from experiments.running.rows import CaseResult, case_result
 from experiments.running.serving import serve
 from experiments.running.store import ResultStore, code_key, config_hash, git_sha, reusable, versions
-from lookup.cost import CostProfile
+from pldcore.cost import CPU_SMOLLM2, CostProfile
+from pldcore.setting import Setting
 
 
 def _warn(line: str) -> None:
@@ -53,9 +54,12 @@ class Comparison:
 
     def __init__(self, target, methods: Sequence[Method], prompts: Sequence[Prompt], max_new_tokens: int,
                  sampling: Sampling, results_dir: str | Path = "results", fresh: bool = False,
-                 profile: CostProfile | None = None, stream: bool = False) -> None:
+                 profile: CostProfile = CPU_SMOLLM2, stream: bool = False) -> None:
         self.target, self.prompts, self.profile, self.stream = target, list(prompts), profile, stream
         self.max_new_tokens, self.sampling = max_new_tokens, sampling
+        #: where every drafter runs: this model on this machine, in this comparison's regime
+        self.setting = Setting.of(target.name, profile, sampling.regime,
+                                  profile_source=f"measured on {target.device}")
         # The first method is the reference: its answers seed later turns, and speedups are over it.
         self.methods = list(methods)
         self.config = {
@@ -67,7 +71,7 @@ class Comparison:
         self.experiment = config_hash(self.config)
         self.store = ResultStore(Path(results_dir) / f"compare-{self.experiment}.jsonl")
         # a reference method has no drafter; its rows depend on the loop and libraries all the same
-        self.codes = {m.spec: code_key(*([m.make(profile)] if isinstance(m, DrafterMethod) else []),
+        self.codes = {m.spec: code_key(*(m.drafter_spec.classes() if isinstance(m, DrafterMethod) else []),
                                        profile=profile) for m in self.methods}
         rows = reusable(self.store, fresh, self.codes)
         # a stream: one drafter per drafter method serves every case in order, so each runs every case
@@ -80,11 +84,11 @@ class Comparison:
         self.rows: dict[tuple[str, str], CaseResult] = {k: r for k, r in rows.items() if (k[0], ref) in rows}
 
     @classmethod
-    def from_args(cls, args, method_specs: Sequence[str]) -> "Comparison":
+    def from_args(cls, args, method_specs: Sequence[str | Method]) -> "Comparison":
         sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed)
         check_settings(args.max_new_tokens, args.prompts, sampling)
         resolve_device(args.device)  # a machine without the device fails now, before any prompt work
-        methods = [parse_method(s) for s in method_specs]
+        methods = [s if isinstance(s, Method) else parse_method(s) for s in method_specs]
         # hf-greedy is the natural reference; put it first when it is there
         methods.sort(key=lambda m: m.spec != "hf-greedy")
         prompts = select_prompts(args)
@@ -121,7 +125,7 @@ class Comparison:
 
         def drafter(method: DrafterMethod) -> lookup.Drafter:
             if method.spec not in made:
-                made[method.spec] = method.make(self.profile)
+                made[method.spec] = method.make(self.setting)
             return made[method.spec]
 
         return drafter
@@ -130,7 +134,7 @@ class Comparison:
         """One short run per method first: the first forwards pay for allocation and JIT."""
         ids = self.target.chat_ids("Say hello.")
         for method in self.methods:
-            method.run(self.target, ids, 4, self.sampling, self.profile)
+            method.run(self.target, ids, 4, self.sampling, self.setting)
 
     def _reference_answer(self, case: Case) -> list[int]:
         return self.rows[(case.id, self.methods[0].spec)].tokens
@@ -138,7 +142,7 @@ class Comparison:
     def _measure(self, case: Case, method: Method, drafters: Callable[[DrafterMethod], lookup.Drafter]) -> None:
         has_drafter = isinstance(method, DrafterMethod)  # transformers' references have none
         served = {"drafter": drafters(method)} if has_drafter else {}
-        result = method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.profile, **served)
+        result = method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.setting, **served)
         ref = self.rows.get((case.id, self.methods[0].spec))
         identical = mismatch = None
         if ref is not None and self.sampling.greedy:

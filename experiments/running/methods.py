@@ -17,9 +17,9 @@ import decoding
 import lookup
 from decoding.generate import GenerationResult, Stats
 from decoding.reference import hf_generate
-from lookup.cost import CostProfile
-from lookup.errors import PLDError
-from lookup.specs import parse_spec
+from lookup.specs import DrafterSpec, parse_drafter, parse_spec
+from pldcore.errors import PLDError
+from pldcore.setting import Regime, Setting
 
 
 @dataclass
@@ -35,6 +35,11 @@ class Sampling:
     def greedy(self) -> bool:
         return self.temperature == 0
 
+    @property
+    def regime(self) -> Regime:
+        """The decoding regime (without the seed): what a drafter's setting holds."""
+        return Regime(self.temperature, self.top_k, self.top_p)
+
     def hf_kwargs(self) -> dict:
         if self.greedy:
             return {}
@@ -49,7 +54,7 @@ class Method(abc.ABC):
 
     @abc.abstractmethod
     def run(self, target, prompt_ids: Sequence[int], max_new_tokens: int, sampling: Sampling,
-            profile=None) -> GenerationResult:
+            setting: Setting) -> GenerationResult:
         """Generate once and measure it."""
 
     def params(self) -> dict:
@@ -73,7 +78,7 @@ class HFMethod(Method):
     def __init__(self, spec: str, lookup_tokens: int | None = None, ngram: int | None = None) -> None:
         self.spec, self.lookup_tokens, self.ngram = spec, lookup_tokens, ngram
 
-    def run(self, target, prompt_ids, max_new_tokens, sampling, profile=None) -> GenerationResult:
+    def run(self, target, prompt_ids, max_new_tokens, sampling, setting: Setting) -> GenerationResult:
         """transformers' run: its tokens, wall time and forward count (it reports no drafter time,
         no forward time and no per-step records: those stay zero and empty)."""
         torch.manual_seed(sampling.seed)
@@ -89,28 +94,25 @@ class HFMethod(Method):
 
 
 class DrafterMethod(Method):
-    """Our loop with a registered drafter."""
+    """Our loop with a drafter, from its spec parsed once (:class:`lookup.specs.DrafterSpec`)."""
 
-    def __init__(self, spec: str, name: str, params: dict) -> None:
-        self.spec, self.name, self._params = spec, name, params
-        lookup.create(name, **params)  # fail now, not halfway through a run
+    def __init__(self, spec: DrafterSpec) -> None:
+        self.drafter_spec = spec
+        self.spec, self.name, self._params = spec.text, spec.name, dict(spec.params)
 
     def drafter_class(self) -> type[lookup.Drafter]:
-        return lookup.get(self.name)
+        return self.drafter_spec.cls
 
-    def make(self, profile: CostProfile | None = None) -> lookup.Drafter:
-        """A fresh drafter; cost-aware ones (``uses_profile``) get ``profile`` unless the spec sets one."""
-        params = dict(self._params)
-        if profile is not None and "profile" not in params and self.drafter_class().uses_profile:
-            params["profile"] = profile
-        return lookup.create(self.name, **params)
+    def make(self, setting: Setting) -> lookup.Drafter:
+        """A fresh drafter for ``setting`` (:meth:`lookup.specs.DrafterSpec.build`)."""
+        return self.drafter_spec.build(setting)
 
-    def run(self, target, prompt_ids, max_new_tokens, sampling, profile=None,
+    def run(self, target, prompt_ids, max_new_tokens, sampling, setting: Setting,
             drafter: lookup.Drafter | None = None) -> GenerationResult:
         """Generate once with ``drafter`` (the one serving this request:
-        :mod:`experiments.running.serving`), or a fresh one."""
+        :mod:`experiments.running.serving`), or a fresh one built for ``setting``."""
         return decoding.generate(
-            target, prompt_ids, drafter or self.make(profile), max_new_tokens,
+            target, prompt_ids, drafter or self.make(setting), max_new_tokens,
             temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, seed=sampling.seed,
         )
 
@@ -136,8 +138,6 @@ def parse_method(spec: str) -> Method:
             raise PLDError(f"{name} takes no parameters")
         return REFERENCES[name]()
     try:
-        return DrafterMethod(spec, name, params)
+        return DrafterMethod(parse_drafter(spec))
     except lookup.UnknownDrafterError as exc:
         raise PLDError(f"{exc}; references: {', '.join(REFERENCES)}") from None
-    except (TypeError, ValueError) as exc:
-        raise PLDError(f"{spec}: {exc}") from None

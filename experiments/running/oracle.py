@@ -20,7 +20,7 @@ import numpy as np
 
 from decoding.generate import StepRecord
 from experiments.benchmarks.traces import TraceCase
-from lookup.cost import CostProfile
+from pldcore.cost import CostProfile
 
 #: the oracle's longest draft, in tokens
 ORACLE_CAP = 64

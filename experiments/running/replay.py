@@ -1,6 +1,6 @@
 """Replay drafters against recorded traces: the live loop with a trace as the target, in seconds.
 
-    out = replay_case(case, drafter, profile)              # one trace, one drafter
+    out = replay_case(case, drafter, setting.profile)      # one trace, one drafter
     rows = replay_rows(sets, ["adaptive", "voting"])        # CaseResult rows, priced by the traces' profile
 
 The streaming setting (``stream=True``, ``--stream``) serves the cases as a stream of requests:
@@ -22,17 +22,18 @@ import lookup
 from decoding.generate import GenerationResult
 from decoding.trace_target import TraceTarget
 from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, first_prompts, in_order,
-                                          load_trace_sets)
+                                          load_trace_sets, traces_setting)
 from experiments.running.cases import check_prompts
 from experiments.running.methods import REFERENCES, DrafterMethod, parse_method
 from experiments.running.progress import progress_bar
 from experiments.running.rows import CaseResult, case_result
 from experiments.running.serving import serve_traces
 from experiments.running.store import ResultStore, code_key, config_hash, git_sha, reusable
-from lookup.cost import CostProfile
-from lookup.errors import PLDError
-from lookup.registry import unknown_name
 from lookup.specs import parse_list, parse_spec
+from pldcore.cost import CostProfile
+from pldcore.errors import PLDError
+from pldcore.names import unknown_name
+from pldcore.setting import Setting
 
 #: draft nodes a replayed drafter may propose per step
 DRAFT_BUDGET = 32
@@ -60,9 +61,10 @@ def replayable_spec(spec: str) -> bool:
     return parse_spec(spec)[0] not in REFERENCES
 
 
-def replay_methods(specs: Sequence[str]) -> list[DrafterMethod]:
-    """The drafter methods of ``specs``; references are refused."""
-    methods = [parse_method(s) for s in specs]
+def replay_methods(specs: Sequence[str | DrafterMethod]) -> list[DrafterMethod]:
+    """The drafter methods of ``specs`` (parsed once: a method already parsed is kept as it is);
+    references are refused."""
+    methods = [s if isinstance(s, DrafterMethod) else parse_method(s) for s in specs]
     bad = [m.spec for m in methods if not isinstance(m, DrafterMethod)]
     if bad:
         raise PLDError(f"replay runs drafters only, not {', '.join(bad)}")
@@ -71,7 +73,7 @@ def replay_methods(specs: Sequence[str]) -> list[DrafterMethod]:
 
 def check_top_rows(sets: Sequence[TraceSet], methods: Sequence[DrafterMethod]) -> None:
     """Drafters that read the target's top-k need traces that hold enough of it."""
-    wants = {m.spec: m.make().wants_top for m in methods}
+    wants = {m.spec: m.drafter_spec.wants_top for m in methods}
     if not any(wants.values()):
         return
     for trace_set in sets:
@@ -84,12 +86,13 @@ def check_top_rows(sets: Sequence[TraceSet], methods: Sequence[DrafterMethod]) -
                                f"(case {case.case}): replay the shipped benchmark, or compare them live")
 
 
-def replay_row(case: TraceCase, method: DrafterMethod, profile: CostProfile, *, experiment: str, code: str,
+def replay_row(case: TraceCase, method: DrafterMethod, setting: Setting, *, experiment: str, code: str,
                config: dict | None = None, drafter: lookup.Drafter | None = None,
                draft_budget: int = DRAFT_BUDGET) -> CaseResult:
-    """One drafter on one trace, as a row priced under ``profile`` (a fresh drafter unless one is
-    given: the stream's, which keeps what earlier cases taught it)."""
-    out = replay_case(case, drafter or method.make(profile), profile, draft_budget)
+    """One drafter on one trace, as a row priced under the setting's profile (a fresh drafter unless
+    one is given: the stream's, which keeps what earlier cases taught it)."""
+    profile = setting.profile
+    out = replay_case(case, drafter or method.make(setting), profile, draft_budget)
     return case_result(case.case, case.category, case.turn, len(case.prompt), method.spec, method.params(),
                        out, profile=profile, experiment=experiment, code=code, measured=False,
                        keep_tokens=False, config=config, git_sha=git_sha())
@@ -122,33 +125,31 @@ class ReplayComparison:
     appended again); ``results_dir=None`` keeps rows in memory only.
     """
 
-    def __init__(self, sets: Sequence[TraceSet], specs: Sequence[str], results_dir: str | Path | None = "results",
+    def __init__(self, sets: Sequence[TraceSet], specs: Sequence[str | DrafterMethod], results_dir: str | Path | None = "results",
                  fresh: bool = False, profile: CostProfile | None = None, stream: bool = False,
                  draft_budget: int = DRAFT_BUDGET) -> None:
-        self.sets, self.profile, self.stream, self.draft_budget = in_order(sets), profile, stream, draft_budget
+        self.sets, self.stream, self.draft_budget = in_order(sets), stream, draft_budget
         _check_unique_cases(self.sets)
+        #: where every drafter runs: the traces' model, greedy, priced under ``profile`` or the traces' own
+        self.setting = traces_setting(self.sets, profile)
+        self.profile = self.setting.profile
         self.methods = replay_methods(specs)
         check_top_rows(self.sets, self.methods)
         self.specs = [m.spec for m in self.methods]
-        profiles = [self._profile(s) for s in self.sets]
         # the traces' contents, not only their names: re-recorded traces are another benchmark
         self.config = {"replay": True, "benchmark": benchmark_hash(self.sets),
                        "traces": [f"{s.path.name}:{len(s.cases)}" for s in self.sets],
-                       "profile": profiles[0].model if profiles else None, **({"stream": True} if stream else {}),
+                       "profile": self.profile.model, **({"stream": True} if stream else {}),
                        **({"draft_budget": draft_budget} if draft_budget != DRAFT_BUDGET else {})}
         self.experiment = config_hash(self.config)
-        self.codes = {m.spec: code_key(m.make(profiles[0] if profiles else None),
-                                       profile=profiles[0] if profiles else None) for m in self.methods}
+        self.codes = {m.spec: code_key(*m.drafter_spec.classes(), profile=self.profile) for m in self.methods}
         self.store = ResultStore(Path(results_dir) / f"replay-{self.experiment}.jsonl") if results_dir else None
         self.rows: dict[tuple[str, str], CaseResult] = reusable(self.store, fresh, self.codes) if self.store else {}
         self.reused = len(self.rows)
         self.seconds = 0.0
 
-    def _profile(self, trace_set: TraceSet) -> CostProfile:
-        return self.profile or trace_set.profile
-
     @classmethod
-    def from_args(cls, args, method_specs: Sequence[str], profile: CostProfile | None = None,
+    def from_args(cls, args, method_specs: Sequence[str | DrafterMethod], profile: CostProfile | None = None,
                   draft_budget: int = DRAFT_BUDGET) -> "ReplayComparison":
         check_prompts(args.prompts)
         sets = load_trace_sets(args.traces)
@@ -172,10 +173,10 @@ class ReplayComparison:
                                          for m in self.methods for s in self.sets for c in s.cases)
         with progress_bar(total, "replay", initial=kept, enabled=progress) as bar:
             for method in self.methods:
-                served = serve_traces(self.sets, method.make, stream=self.stream, profile=self.profile,
+                served = serve_traces(self.sets, method.make, self.setting, stream=self.stream,
                                       needed=lambda case, spec=method.spec: (case.case, spec) not in self.rows)
-                for _, case, profile, drafter in served:
-                    row = replay_row(case, method, profile, experiment=self.experiment,
+                for _, case, setting, drafter in served:
+                    row = replay_row(case, method, setting, experiment=self.experiment,
                                      code=self.codes[method.spec], config=self.config, drafter=drafter,
                                      draft_budget=self.draft_budget)
                     if (case.case, method.spec) not in self.rows and self.store is not None:

@@ -18,8 +18,8 @@ from typing import Any
 from decoding.cost import estimated_times
 from decoding.generate import GenerationResult
 from experiments.benchmarks.prompts import group_of
-from lookup.cost import CostProfile
-from lookup.errors import PLDError
+from pldcore.cost import CostProfile
+from pldcore.errors import PLDError
 
 
 @dataclass

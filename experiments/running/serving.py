@@ -1,11 +1,11 @@
 """Who serves each request of a benchmark: a fresh drafter per request, or one drafter for a stream.
 
-    for trace_set, case, profile, drafter in serve_traces(sets, method.make):  # a fresh drafter per case
-    for served in serve_traces(sets, method.make, stream=True):  # one drafter, in the benchmark's order
+    for trace_set, case, setting, drafter in serve_traces(sets, method.make, setting):  # a fresh drafter per case
+    for served in serve_traces(sets, method.make, setting, stream=True):  # one drafter, in the benchmark's order
     for case, drafter in serve(cases, make, stream=stream):      # any requests (a live comparison's)
 
-Per request, each case gets a drafter of its own, made with the cost profile it is priced under,
-so nothing one case teaches a drafter reaches another. As a stream (``--stream``), one drafter,
+Per request, each case gets a drafter of its own, made for the setting it is priced in, so nothing
+one case teaches a drafter reaches another. As a stream (``--stream``), one drafter,
 made once, serves every case in the benchmark's order (:func:`experiments.benchmarks.traces.in_order`)
 with ``reset`` starting each request, as a server answering a stream of requests would: a drafter
 that keeps a history across requests learns from earlier cases only, never the current case's
@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence, Type
 
 from experiments.benchmarks.traces import TraceCase, TraceSet, in_order
 from lookup.base import Drafter, hand_vocab
-from lookup.cost import CostProfile
+from pldcore.setting import Setting
 
 R = TypeVar("R")  # a request: a trace case, a live comparison's case
 D = TypeVar("D")  # what serves it: a drafter (or a sandbox holding one, or one drafter per method)
@@ -45,29 +45,27 @@ def serve(requests: Iterable[R], make: Callable[[R], D], *, stream: bool = False
 
 
 class Served(NamedTuple):
-    """One case of a benchmark, the profile it is priced under, and the drafter that serves it."""
+    """One case of a benchmark, the setting it is priced in, and the drafter that serves it."""
 
     trace_set: TraceSet
     case: TraceCase
-    profile: CostProfile
+    setting: Setting
     drafter: Any  # what ``make`` returned (a NamedTuple is generic only from Python 3.11)
 
 
-def serve_traces(sets: Sequence[TraceSet], make: Callable[[CostProfile], D], *, stream: bool = False,
-                 profile: CostProfile | None = None,
+def serve_traces(sets: Sequence[TraceSet], make: Callable[[Setting], D], setting: Setting, *, stream: bool = False,
                  needed: Callable[[TraceCase], bool] | None = None) -> Iterator[Served]:
-    """The cases of ``sets`` with the drafter that serves each (:func:`serve`), each priced by
-    ``profile`` or else its set's own.
+    """The cases of ``sets`` with the drafter that serves each (:func:`serve`), all in ``setting``
+    (resolved by the caller: :func:`experiments.benchmarks.traces.traces_setting`).
 
-    Per request: the sets in the order given, and a fresh ``make(case's profile)`` for each case
-    ``needed`` accepts. As a ``stream``: the sets in the benchmark's order, every case served by one
-    ``make(profile or the first set's profile)`` (a benchmark has one profile).
+    Per request: the sets in the order given, and a fresh ``make(setting)`` for each case ``needed``
+    accepts. As a ``stream``: the sets in the benchmark's order, every case served by one
+    ``make(setting)``.
     """
     ordered = in_order(sets) if stream else list(sets)
-    first = (profile or ordered[0].profile) if ordered else None
 
     def make_for(request: tuple[TraceSet, TraceCase]) -> D:
-        made = make(first if stream else profile or request[0].profile)
+        made = make(setting)
         if isinstance(made, Drafter):  # a sandbox hands them to its entry itself
             hand_vocab(made, lambda: request[0].vocab)  # the benchmark's strings, to a drafter that asks
         return made
@@ -75,4 +73,4 @@ def serve_traces(sets: Sequence[TraceSet], make: Callable[[CostProfile], D], *, 
     requests = ((trace_set, case) for trace_set in ordered for case in trace_set.cases)
     wanted = None if needed is None else (lambda request: needed(request[1]))
     for (trace_set, case), drafter in serve(requests, make_for, stream=stream, needed=wanted):
-        yield Served(trace_set, case, profile or trace_set.profile, drafter)
+        yield Served(trace_set, case, setting, drafter)

@@ -22,13 +22,13 @@ from typing import Iterator
 from experiments.benchmarks.paths import ROOT
 from experiments.running.rows import CaseResult
 from lookup.base import Drafter
-from lookup.cost import CostProfile
-from lookup.errors import PLDError
+from pldcore.cost import CostProfile
+from pldcore.errors import PLDError
 
 PACKAGES = ("torch", "transformers", "numpy", "numba", "pld-lab")
 #: the code whose source decides what a row holds: the drafters, the loop that runs them, and
 #: the code that runs methods and builds rows from their runs
-CODE_PACKAGES = ("lookup", "decoding", "experiments/running")
+CODE_PACKAGES = ("pldcore", "lookup", "decoding", "experiments/running")
 
 
 @lru_cache(maxsize=1)

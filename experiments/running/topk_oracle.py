@@ -26,7 +26,7 @@ import numpy as np
 from decoding.generate import StepRecord
 from experiments.benchmarks.traces import TraceCase
 from experiments.running.oracle import ORACLE_CAP, oracle_runs, sequence_of
-from lookup.cost import CostProfile
+from pldcore.cost import CostProfile
 
 
 def topk_oracle_runs(seq: Sequence[int] | np.ndarray, start: int, top_ids: np.ndarray,

@@ -1,8 +1,9 @@
 """Tracks: the regimes a drafter is scored in. A track is a cost profile (what every run is priced
-under and every cost-aware drafter plans under, ``Drafter.uses_profile``) and a draft budget.
+under and every drafter that plans plans under, through its setting: ``Drafter.uses_setting``) and a
+draft budget.
 
     track = track_named("h100-8b")     # or "cpu" (the benchmark's own profile), "flat"
-    profile = track.profile_for(sets)
+    setting = track.setting_for(sets)
 
 The board scores every entry on every track (``experiments/competition/scoring.py``);
 ``compare.py --replay --profile NAME`` and ``traces.py explain --profile NAME`` replay on one.
@@ -10,15 +11,15 @@ The board scores every entry on every track (``experiments/competition/scoring.p
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
+from experiments.benchmarks.traces import traces_setting
 from experiments.running.oracle import ORACLE_CAP
 from experiments.running.replay import DRAFT_BUDGET
-from lookup.cost import CostProfile
-from lookup.errors import PLDError
-from lookup.hardware import profile_named
+from pldcore.cost import CostProfile
+from pldcore.errors import PLDError
+from pldcore.hardware import is_profile_file, profile_named, read_profile
+from pldcore.setting import Setting
 
 #: a GPU track's draft budget: forwards over up to 64 tokens cost about one, so drafts of up to 63
 #: nodes, as long as the oracle's longest run (ORACLE_CAP)
@@ -34,19 +35,20 @@ class Track:
     profile: CostProfile | None  # None: the benchmark's own (its reference CPU profile)
     draft_budget: int
 
-    def profile_for(self, sets) -> CostProfile:
-        return self.profile or sets[0].profile
+    def setting_for(self, sets) -> Setting:
+        """The setting of ``sets`` (:func:`~experiments.benchmarks.traces.traces_setting`) on this track."""
+        return traces_setting(sets, self.profile)
 
 
 #: the benchmark's own profile: what the board ranks by
 CPU_TRACK = Track("cpu", None, DRAFT_BUDGET)
-#: the GPU tracks (lookup.hardware): the idealised large GPU, and an 8B model on an H100 by roofline
+#: the GPU tracks (pldcore.hardware): the idealised large GPU, and an 8B model on an H100 by roofline
 GPU_TRACKS = tuple(Track(name, profile_named(name), GPU_DRAFT_BUDGET) for name in ("flat", "h100-8b"))
 TRACKS = (CPU_TRACK, *GPU_TRACKS)
 
 
 def track_named(name: str) -> Track:
-    """The track called ``name``: a board track, or any other named profile of ``lookup.hardware``
+    """The track called ``name``: a board track, or any other named profile of ``pldcore.hardware``
     (with the GPU draft budget); a PLDError with the close names otherwise."""
     for track in TRACKS:
         if track.name == name.lower():
@@ -60,19 +62,7 @@ def profile_arg(value: str | None) -> tuple[CostProfile | None, int]:
     (:func:`track_named`), or of a profile file (the CPU budget); (None, the CPU budget) without one."""
     if not value:
         return None, DRAFT_BUDGET
-    if value.endswith(".json") or os.sep in value or Path(value).is_file():
-        return read_profile(value), DRAFT_BUDGET
+    if is_profile_file(value):
+        return read_profile(value, "--profile"), DRAFT_BUDGET
     track = track_named(value)
     return track.profile, track.draft_budget
-
-
-def read_profile(path: str) -> CostProfile:
-    """A cost profile saved as JSON; PLDError, with the reason, when the file is missing or not one."""
-    try:
-        return CostProfile.load(path)
-    except FileNotFoundError:
-        raise PLDError(f"--profile: no file {path} (`traces.py profile` measures and keeps this machine's)") from None
-    except OSError as err:
-        raise PLDError(f"--profile: cannot read {path} ({err.strerror or err})") from None
-    except (ValueError, KeyError, TypeError) as err:
-        raise PLDError(f"--profile: {path} is not a cost profile ({type(err).__name__}: {err})") from None

@@ -18,7 +18,7 @@ import lookup
 from decoding.lossless import Mismatch, compare_outputs
 from experiments.benchmarks.traces import TraceSet, spread_cases
 from experiments.running.progress import progress_bar
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@
   :meth:`lookup.base.Drafter.evidence` hook;
 * the model (:class:`AcceptanceModel`): priors, decayed rates and fitted models
   (:mod:`~lookup.acceptance.first_token`, :mod:`~lookup.acceptance.later_nodes`) turn evidence into
-  per-node probabilities; the fits are data (:mod:`~lookup.acceptance.fits`);
+  per-node probabilities; the fits are data (:mod:`~pldcore.fits`);
 * the planner (:class:`Planner`): how many nodes to send under a cost profile.
 
 ``adaptive`` is a thin drafter over the three; analysis code (hindsight, the fit collector,
@@ -12,12 +12,11 @@ explain) talks to them, never to a drafter's internals.
 """
 
 from lookup.acceptance import first_token, later_nodes
-from lookup.acceptance.fits import Fits, default_fits, fits_for
 from lookup.acceptance.model import PRIORS, WITH_HISTORY, AcceptanceModel, Inputs, Priors, Row, first_token_inputs
 from lookup.acceptance.planner import (COST_REFRESH, Planner, best_cut, chain_path_probs, forward_costs,
                                        plan_chain, warm_up)
 from lookup.acceptance.rates import DecayedRate, smoothed_rate
 
-__all__ = ["AcceptanceModel", "COST_REFRESH", "DecayedRate", "Fits", "Inputs", "PRIORS", "Planner", "Priors",
-           "Row", "WITH_HISTORY", "best_cut", "first_token_inputs", "chain_path_probs", "default_fits", "fits_for", "forward_costs",
+__all__ = ["AcceptanceModel", "COST_REFRESH", "DecayedRate", "Inputs", "PRIORS", "Planner", "Priors",
+           "Row", "WITH_HISTORY", "best_cut", "first_token_inputs", "chain_path_probs", "forward_costs",
            "plan_chain", "smoothed_rate", "warm_up"]

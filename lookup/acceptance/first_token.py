@@ -15,7 +15,7 @@ the history reads what the current context's own (shorter) match says of it; a d
 context reads what the history's match says. Each has a fit of its own, made on the benchmark
 served as one stream of requests. Without a history (the ``"context"`` fit) the four are zero.
 
-The coefficients are data (:mod:`lookup.acceptance.fits`), written by ``python
+The coefficients are data (:mod:`pldcore.fits`), written by ``python
 experiments/traces.py fit-acceptance --write``: it replays ``adaptive`` without the models on the
 shipped benchmark (each case on its own for the context's own fit, the cases as one stream for the
 other two: drafts from the history, and drafts from the context while a history is kept), collects

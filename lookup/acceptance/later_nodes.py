@@ -18,7 +18,7 @@ with four inputs more per depth: how many occurrences of the context's own match
 still follow the chain there, and whether they go on with its token (zero for a chain from the
 context).
 
-The coefficients are data (:mod:`lookup.acceptance.fits`), written by ``python experiments/traces.py
+The coefficients are data (:mod:`pldcore.fits`), written by ``python experiments/traces.py
 fit-acceptance --write``, which fits both models of ``adaptive``: it replays ``adaptive`` without them on the shipped benchmark (each case on its own,
 and the cases as one stream for chains from the history) and collects, for every node of every
 candidate chain reached with all nodes before it accepted, these features and whether the node

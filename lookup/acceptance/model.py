@@ -17,7 +17,7 @@ Three sources of knowledge, each owned here and by nothing else:
 * **the later-nodes model** (:mod:`lookup.acceptance.later_nodes`): how many occurrences still
   follow the chain at each depth and whether they go on with its token.
 
-The models' coefficients are data (:class:`lookup.acceptance.fits.Fits`), fitted per source: a
+The models' coefficients are data (:class:`pldcore.fits.Fits`), fitted per source: a
 chain from the history is judged by fits made on the benchmark served as one stream, which also
 read what the context's own match says of it (``Evidence.other``); a chain from the context of a
 drafter that keeps a history has a first-node fit of its own, which reads what the history says.
@@ -34,7 +34,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from lookup.acceptance import first_token, later_nodes
-from lookup.acceptance.fits import Fits, default_fits
+from pldcore.fits import Fits, default_fits
 from lookup.acceptance.rates import DecayedRate
 from lookup.base import SOURCES, Draft, Evidence
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from lookup.cost import CostProfile
+from pldcore.cost import CostProfile
 
 
 def chain_path_probs(acceptance: np.ndarray) -> np.ndarray:

@@ -1,3 +1,2 @@
-"""The built-in drafters, one strategy per module; importing this package registers them."""
-
-from lookup.drafters import adaptive, frequency, plain, recycling, suffix_automaton, unfold, voting  # noqa: F401
+"""The built-in drafters, one strategy per module; each registers itself when imported, which the
+registry does when the drafter is first named (``lookup.registry.BUILTINS``)."""

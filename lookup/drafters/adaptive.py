@@ -28,11 +28,12 @@ from typing import Sequence
 
 import numpy as np
 
-from lookup.acceptance import AcceptanceModel, Fits, Planner, Row, fits_for
+from lookup.acceptance import AcceptanceModel, Planner, Row
 from lookup.base import EMPTY_DRAFT, SOURCES, Draft, Drafter, Evidence
-from lookup.cost import CPU_SMOLLM2, CostProfile
 from lookup.params import require_bool
 from lookup.registry import create, register
+from pldcore.fits import Fits
+from pldcore.setting import Setting
 
 DEFAULT_BASE = "suffix-automaton"
 #: the policy picks the length, so the default base drafts as far as its match goes; without the
@@ -47,6 +48,14 @@ def _fits(fits: str | Path | dict) -> Fits:
     if isinstance(fits, (str, Path)):
         return Fits.load(fits)
     raise TypeError(f"fits must be a path to a fit file or its content (a dict), got {type(fits).__name__}")
+
+
+def _base_params(base: str | Drafter, base_params: dict | None, history: bool) -> dict:
+    """The parameters a base given by name is built with: ``base_params`` (the default base's own when
+    none are given), with ``history=True`` when asked."""
+    if base_params is None:
+        base_params = DEFAULT_BASE_PARAMS if base == DEFAULT_BASE else {}
+    return {**base_params, "history": True} if history is True else dict(base_params)
 
 
 @dataclass(frozen=True)
@@ -64,7 +73,8 @@ class AdaptiveDrafter(Drafter):
 
     Args:
         base: the wrapped drafter, by name (made with ``base_params``) or as an instance.
-        profile: the target's cost profile (a path to a saved one; None: the reference CPU profile).
+        setting: where it runs (:class:`pldcore.setting.Setting`): the cost profile it plans under and
+            the acceptance fit of the target model and regime.
         max_tokens: the longest draft.
         prior_strength, decay: the acceptance model's statistics (:class:`~lookup.acceptance.AcceptanceModel`).
         base_params: parameters of a base given by name (default: the default base's, see above).
@@ -74,14 +84,21 @@ class AdaptiveDrafter(Drafter):
         first_token_model, chain_model: use the fitted first-node and later-nodes models where the
             wrapped drafter reports evidence; ``chain_model`` also plans a chain over later forwards.
         fits: a fit file of the models (``traces.py fit-acceptance --write``), or its content as a
-            dict; None: the shipped fit of the profile's model, or the embedded model's when it has
-            none (:func:`~lookup.acceptance.fits_for`).
+            dict, in place of the setting's (None: the setting's, the shipped fit of its model and regime).
     """
 
-    uses_profile = True
+    uses_setting = True
 
-    def __init__(self, base: str | Drafter = DEFAULT_BASE, profile: CostProfile | str | None = None,
-                 max_tokens: int = 32, prior_strength: float = 2.0, decay: float = 0.98,
+    @classmethod
+    def wrapped_specs(cls, params: dict) -> list[tuple[str, dict]]:
+        """The base it builds: by name, with ``base_params`` (the default base's own by default) and
+        ``history``, as :meth:`__init__` builds it."""
+        base = params.get("base", DEFAULT_BASE)
+        if not isinstance(base, str):
+            return []
+        return [(base, _base_params(base, params.get("base_params"), params.get("history", False)))]
+
+    def __init__(self, base: str | Drafter = DEFAULT_BASE, *, setting: Setting, max_tokens: int = 32, prior_strength: float = 2.0, decay: float = 0.98,
                  base_params: dict | None = None, history: bool = False, first_token_model: bool = True,
                  chain_model: bool = True, fits: str | Path | dict | None = None) -> None:
         super().__init__()
@@ -89,14 +106,13 @@ class AdaptiveDrafter(Drafter):
             # a spec's base=none parses to None: the plain drafter is base=plain
             hint = " (the drafter that drafts nothing is base=plain)" if base is None else ""
             raise TypeError(f"base must be a drafter name or instance, got {base!r}{hint}")
-        if base_params is None:
-            base_params = DEFAULT_BASE_PARAMS if base == DEFAULT_BASE else {}
-        if require_bool("history", history):
-            if not isinstance(base, str):
-                raise TypeError("history=True needs the wrapped drafter by name (it is created with history=True)")
-            base_params = {**base_params, "history": True}
-        self.base = create(base, **base_params) if isinstance(base, str) else base
-        self.profile = CostProfile.load(profile) if isinstance(profile, str) else (profile or CPU_SMOLLM2)
+        if require_bool("history", history) and not isinstance(base, str):
+            raise TypeError("history=True needs the wrapped drafter by name (it is created with history=True)")
+        if not isinstance(setting, Setting):
+            raise TypeError(f"setting must be a pldcore.setting.Setting, got {type(setting).__name__}")
+        self.base = create(base, **_base_params(base, base_params, history)) if isinstance(base, str) else base
+        self.setting = setting
+        self.profile = setting.profile
         self.max_tokens, self.history = max_tokens, history
         self.wants_top = self.base.wants_top  # the wrapped drafter's wish
         #: whether the wrapped drafter reports evidence (overrides the contract's hook)
@@ -106,7 +122,7 @@ class AdaptiveDrafter(Drafter):
         models = self.reports_evidence and (self.first_token_model or self.chain_model)
         #: the fitted models' coefficients (None where no model reads them)
         given = _fits(fits) if fits is not None else None  # read (and so checked) even where no model reads it
-        self.fits = (given or fits_for(self.profile.model)) if models else None
+        self.fits = (given or setting.fits) if models else None
         self.model = AcceptanceModel(max_tokens, prior_strength, decay, self.fits,
                                      first_node=self.first_token_model and self.reports_evidence,
                                      later_nodes=self.chain_model and self.reports_evidence)
@@ -197,6 +213,7 @@ class AdaptiveDrafter(Drafter):
     def params(self) -> dict:
         model = self.model.settings()
         return {"base": self.base.name, "base_params": self.base.params(), "profile": self.profile.model,
+                "model": self.setting.model, "regime": self.setting.regime.name,
                 "max_tokens": self.max_tokens, "prior_strength": model["prior_strength"], "decay": model["decay"],
                 "history": self.history, "first_token_model": self.first_token_model,
                 "chain_model": self.chain_model, "evidence": self.reports_evidence,

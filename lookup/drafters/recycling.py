@@ -36,7 +36,8 @@ from typing import Sequence
 import numpy as np
 
 from lookup.base import EMPTY_DRAFT, MAX_TOP, Draft, Drafter
-from lookup.cost import CostProfile
+from lookup.params import require_bool
+from pldcore.setting import Setting
 from lookup.acceptance.planner import best_cut, forward_costs
 from lookup.acceptance.rates import DecayedRate
 from lookup.drafters.recycling_tree import best_first_tree
@@ -61,6 +62,23 @@ MAX_SIBLINGS = 16
 MAX_DEPTH = 64
 
 
+def _branches(base: str | Drafter | None, base_params: dict | None, branches: int | None) -> int:
+    """``branches``, or its default: ``DEFAULT_BRANCHES`` for ``suffix-automaton`` by name (unless its
+    parameters set their own), else 1."""
+    if branches is not None:
+        return branches
+    return DEFAULT_BRANCHES if base == "suffix-automaton" and "branches" not in (base_params or {}) else 1
+
+
+def _base_params(base: str, base_params: dict | None, branches: int | None) -> dict:
+    """The parameters a base given by name is built with."""
+    params = dict(DEFAULT_BASE_PARAMS if base_params is None else base_params)
+    wanted = _branches(base, base_params, branches)
+    if isinstance(wanted, int) and wanted > 1:
+        params["branches"] = wanted
+    return params
+
+
 @register("recycling")
 class RecyclingDrafter(Drafter):
     """Lookup chain + recycled top-k of the target, as one best-first token tree.
@@ -69,17 +87,31 @@ class RecyclingDrafter(Drafter):
     """
 
     wants_top = 8
-    uses_profile = True
+    uses_setting = True
+
+    @classmethod
+    def top_rows(cls, params: dict) -> int:
+        return params.get("width", cls.wants_top)
+
+    @classmethod
+    def wrapped_specs(cls, params: dict) -> list[tuple[str, dict]]:
+        """The lookup drafter it builds when ``base`` is a name (as :meth:`__init__` builds it)."""
+        base = params.get("base", "suffix-automaton")
+        if not isinstance(base, str):
+            return []
+        return [(base, _base_params(base, params.get("base_params"), params.get("branches")))]
 
     def __init__(
         self,
         base: str | Drafter | None = "suffix-automaton",
         max_nodes: int = 63,
         width: int = 8,
-        profile: CostProfile | str | None = None,
         decay: float = 0.95,
         base_params: dict | None = None,
         branches: int | None = None,
+        *,
+        setting: Setting,
+        cost_aware: bool = True,
     ) -> None:
         """
         Args:
@@ -87,9 +119,6 @@ class RecyclingDrafter(Drafter):
                 instance); ``None`` for recycled candidates only.
             max_nodes: most nodes in a tree (the loop's budget may cut it further).
             width: recycled candidates kept per token (the top-``width`` of the target).
-            profile: the target's cost profile (or a path to a saved one); with one, the tree is
-                cut to the size with the most expected tokens per second, without one it fills
-                the budget.
             decay: weight of the past in the learnt acceptances, per step.
             base_params: parameters of ``base`` when it is a name (default: draft as far as the
                 match goes).
@@ -99,25 +128,25 @@ class RecyclingDrafter(Drafter):
                 acceptance of its own: worth it where forwards over a few dozen tokens cost about
                 one (a large GPU; under a CPU profile the cut keeps what pays). None: ``DEFAULT_BRANCHES``
                 for ``suffix-automaton`` by name, else 1 (the base's own draft).
+            setting: where it runs (:class:`pldcore.setting.Setting`); its cost profile cuts the tree.
+            cost_aware: cut the tree to the size with the most expected tokens per second under the
+                setting's profile; False: fill the budget.
         """
         super().__init__()
         if max_nodes < 1 or not 1 <= width <= MAX_TOP or not 0.0 < decay <= 1.0:
             raise ValueError(f"max_nodes must be >= 1, width in [1, {MAX_TOP}] and decay in (0, 1]")
-        if branches is None:
-            branches = DEFAULT_BRANCHES if base == "suffix-automaton" and "branches" not in (base_params or {}) else 1
+        branches = _branches(base, base_params, branches)
         if branches < 1:
             raise ValueError("branches must be >= 1")
         if isinstance(base, str):
-            params = dict(DEFAULT_BASE_PARAMS if base_params is None else base_params)
-            if branches > 1:
-                params["branches"] = branches
-            base = create(base, **params)
+            base = create(base, **_base_params(base, base_params, branches))
         elif branches > 1:
             raise ValueError("branches applies to a base given by name (an instance drafts as it was made)")
         self.branches = branches
         self.base = base
         self.max_nodes, self.width, self.decay = max_nodes, width, decay
-        self.profile = CostProfile.load(profile) if isinstance(profile, str) else profile
+        self.setting = setting
+        self.profile = setting.profile if require_bool("cost_aware", cost_aware) else None
         self.wants_top = width
         # P(chain node at depth d right | the nodes before it right): [D]
         self._chain = DecayedRate(np.full(MAX_DEPTH, PRIOR_CHAIN), PRIOR_STRENGTH, decay)

@@ -14,14 +14,13 @@ one does and how it was checked is in ``docs/peers.md``.
 =========================  ==============================================================
 
 Peers are not among :func:`lookup.builtin_names` (those are ours); :func:`names` lists them.
-Importing this package registers them; it loads neither torch nor transformers (the
-transformers peer imports them when it is built).
+The registry imports a peer's module when its name is first asked for
+(``lookup.registry.BUILTINS``); none loads torch or transformers (the transformers peer imports them
+when it is built).
 """
 
 from __future__ import annotations
 
-from lookup.peers import (hf_prompt_lookup, llamacpp_lookup, sam_decoding, sglang_ngram,  # noqa: F401
-                          suffix_decoding, vllm_ngram)
 from lookup.registry import PEER_PREFIX, trusted_names
 
 

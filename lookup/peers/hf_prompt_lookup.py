@@ -22,7 +22,7 @@ import numpy as np
 
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
 from lookup.indexes.buffer import TensorContext
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 from lookup.registry import register
 
 INSTALL = "pip install 'transformers>=4.46' torch"

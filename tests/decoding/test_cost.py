@@ -6,7 +6,7 @@ import pytest
 from toys import tiny_llama
 
 from decoding import cost
-from lookup.cost import CPU_SMOLLM2, CostProfile
+from pldcore.cost import CPU_SMOLLM2, CostProfile
 
 
 def test_interpolation_and_extrapolation():

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from decoding import devices
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 
 @pytest.fixture

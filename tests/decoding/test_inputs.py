@@ -13,7 +13,7 @@ import torch
 import decoding
 import lookup
 from decoding.trace_target import TraceTarget
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 ALPHABET = " abcdefghijklmnopqrstuvwxyz"
 
@@ -149,7 +149,6 @@ def test_bad_sampling_parameters_are_refused_even_when_greedy(params, match):
     "drafter,kind",
     [
         (None, "None"),
-        ("unfold", "str"),
         (lookup.get("unfold"), f"the class {lookup.get('unfold').__name__} (an instance is needed)"),
         (lookup.create, "function"),
     ],

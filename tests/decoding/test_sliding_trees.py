@@ -27,7 +27,7 @@ from decoding.families import IdTokenizer, PROMPTS, tiny_family
 from decoding.model_target import ModelTarget
 from decoding.reference import hf_generate
 from decoding.tree import TreeLayout
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 SLIDING = ["gemma2", "gemma3", "mistral"]  # window 8 in decoding/families.py::FAMILIES
 WINDOW = 8

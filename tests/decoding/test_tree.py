@@ -23,7 +23,7 @@ from decoding.reference import hf_generate
 from decoding.trace_target import TraceTarget
 from decoding.tree import TreeLayout, walk
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 PROMPT = [3, 17, 5, 3, 17, 5, 9, 3, 17, 5, 3, 17, 8, 3, 17]  # "3 17" is followed by 5 (x3) and 8
 

@@ -26,7 +26,7 @@ def cases(embedded):
 DRAFTERS = {
     "voting-tree": lambda target, truth: lookup.create("voting", tree=True, min_votes=1, min_match=1),
     "adaptive-voting-tree": lambda target, truth: lookup.create(
-        "adaptive", base="voting", base_params={"tree": True}, profile=None),
+        "adaptive", base="voting", base_params={"tree": True}),
     "random-tree": lambda target, truth: RandomTreeDrafter(target.vocab_size, nodes=10, seed=0, truth=truth, hit=0.5),
 }
 

@@ -21,7 +21,7 @@ import decoding
 from decoding.families import FAMILIES, PROMPTS, tiny_family
 from decoding.reference import hf_generate
 from experiments import gpu_check
-from lookup.cost import CostProfile
+from pldcore.cost import CostProfile
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCKED = ("numba", "wandb", "matplotlib", "gguf")

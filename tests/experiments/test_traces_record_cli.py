@@ -10,7 +10,7 @@ from toys import IdTokenizer, tiny_llama
 import decoding
 from experiments import traces
 from experiments.benchmarks.traces import load_trace_sets
-from lookup.cost import CostProfile
+from pldcore.cost import CostProfile
 
 VOCAB = 48
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,10 +22,11 @@ from hypothesis import strategies as st
 from punctuation_drafter import StopAtPunctuation
 
 import lookup
+from pldcore.setting import reference_setting
 import lookup.peers  # noqa: F401  the peers register on import (until `import lookup` imports them)
 from lookup import EMPTY_DRAFT, Draft, Drafter
 from lookup.base import hand_vocab
-from lookup.cost import CPU_SMOLLM2, CostProfile
+from pldcore.cost import CPU_SMOLLM2, CostProfile
 
 TOP_ID = (1 << 18) - 1  # 262,143: the largest id a drafter must accept
 
@@ -48,8 +49,8 @@ VARIANTS: dict[str, Callable[[], Drafter]] = {
     "adaptive[voting tree]": lambda: lookup.create("adaptive", base="voting", base_params={"tree": True, "min_match": 1}),
     "adaptive[recycling]": lambda: lookup.create("adaptive", base="recycling"),
     "recycling[no lookup]": lambda: lookup.create("recycling", base=None),
-    "recycling[flat profile]": lambda: lookup.create("recycling", profile=CostProfile.flat(64)),
-    "recycling[cpu profile,width=3]": lambda: lookup.create("recycling", profile=CPU_SMOLLM2, width=3, decay=0.5),
+    "recycling[flat profile]": lambda: lookup.create("recycling", setting=reference_setting(CostProfile.flat(64))),
+    "recycling[cpu profile,width=3]": lambda: lookup.create("recycling", setting=reference_setting(CPU_SMOLLM2), width=3, decay=0.5),
     "peer:suffix-decoding[tree]": lambda: lookup.create("peer:suffix-decoding", use_tree_spec=True),
     "peer:sglang-ngram[PROB]": lambda: lookup.create("peer:sglang-ngram", match_type="PROB"),
     "peer:vllm-ngram[min=1]": lambda: lookup.create("peer:vllm-ngram", prompt_lookup_min=1),
@@ -366,7 +367,7 @@ def test_default_observe_and_observe_top_do_nothing():
     d.reset([1, 2])
     d.observe(EMPTY_DRAFT, 0)
     d.observe_top(np.array([1]), np.zeros((1, 0), dtype=np.int64), np.zeros((1, 0), dtype=np.float16))
-    assert d.context == [1, 2] and d.match_length() is None and d.wants_top == 0 and not d.uses_profile
+    assert d.context == [1, 2] and d.match_length() is None and d.wants_top == 0 and not d.uses_setting
 
 
 # ---------------------------------------------------------------- declared capabilities
@@ -399,13 +400,31 @@ def test_wants_top_of_a_wrapper_is_its_base_s():
     assert lookup.create("recycling", width=2).wants_top == 2
 
 
-def test_uses_profile_exactly_when_the_constructor_takes_a_profile(name):
+@pytest.mark.parametrize("spec", ["adaptive", "adaptive:base=recycling", "adaptive:base='recycling':base_params={'width': 3}",
+                                  "recycling:width=2", "recycling:base=voting:base_params={}", "adaptive:history=true", "voting:tree=true"])
+def test_a_parsed_spec_knows_what_its_drafter_wants_and_is_made_of_without_building_it(spec):
+    parsed = lookup.parse_drafter(spec)
+    built = parsed.build(reference_setting())
+    assert parsed.wants_top == built.wants_top
+    assert {c for c in parsed.classes()} == {type(d) for d in built.wrapped()}
+
+
+def test_every_registered_spec_knows_its_parts(name):
+    """The same for every registered drafter at its defaults (the classes behind code keys)."""
+    if name in FACTORIES or name not in CASES or not built(name):
+        pytest.skip(f"{name} cannot be built with defaults here")
+    parsed = lookup.parse_drafter(name)
+    d = parsed.build(reference_setting())
+    assert parsed.wants_top == d.wants_top and set(parsed.classes()) == {type(w) for w in d.wrapped()}
+
+
+def test_uses_setting_exactly_when_the_constructor_takes_a_setting(name):
     cls = lookup.get(name)
-    assert isinstance(cls.uses_profile, bool)
-    assert cls.uses_profile == ("profile" in inspect.signature(cls).parameters)
-    if cls.uses_profile and name not in FACTORIES:
+    assert isinstance(cls.uses_setting, bool)
+    assert cls.uses_setting == ("setting" in inspect.signature(cls).parameters)
+    if cls.uses_setting and name not in FACTORIES:
         for profile in (None, CostProfile.flat(64), CPU_SMOLLM2):
-            d = lookup.create(name, profile=profile)
+            d = lookup.create(name, setting=reference_setting(profile))
             d.reset([1, 2, 1])
             check_wellformed(d.propose(4), 4, [1, 2, 1])
 
@@ -491,7 +510,7 @@ def test_fitted_on_names_a_benchmark_exactly_when_the_drafter_reads_a_fit(make):
 
 
 def test_adaptive_reads_the_shipped_fit_unless_no_model_reads_one():
-    from lookup.acceptance import default_fits
+    from pldcore.fits import default_fits
 
     assert lookup.create("adaptive").fitted_on() == default_fits().benchmark
     assert lookup.create("adaptive", first_token_model=False, chain_model=False).fitted_on() is None

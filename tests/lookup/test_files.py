@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 import lookup
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 from lookup.files import drafter_class_in
 
 REPEAT = """

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lookup
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 from lookup.params import annotation_kinds, type_problem
 from lookup.specs import parse_list, parse_spec, parse_value, split_top_level
 

@@ -10,7 +10,7 @@ from transformers.generation.utils import GenerateDecoderOnlyOutput
 
 import lookup
 from decoding.integrations import hf
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 PROMPT = [5, 9, 11, 5, 9, 11, 30, 5, 9, 11, 30, 2, 5, 9, 11]
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from decoding.integrations.vllm import MATCH_CLASSES, BatchRule, DrafterProposer, match_class
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 K = 4
 #: a tiny drafter, as a user's drafter file: the true continuation of a counting sequence after an

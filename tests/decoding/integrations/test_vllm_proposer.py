@@ -14,7 +14,7 @@ from decoding.integrations.drafters import fresh_each_request
 from decoding.integrations.vllm import (KEEP_ABSENT_STEPS, BatchRule, DrafterProposer, batch_cut, configured_drafter,
                                        first_chain)
 from lookup.base import Draft
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 K = 4
 
@@ -110,7 +110,7 @@ def test_a_request_served_alongside_sees_what_finishes_meanwhile():
 
 def test_a_wrapped_drafters_history_counts_as_asked_for():
     with pytest.raises(PLDError, match="pass an instance"):
-        fresh_each_request("adaptive:base_params={'history': True}", "generate()", "pass an instance")
+        fresh_each_request(lookup.parse_drafter("adaptive:base_params={'history': True}"), "generate()", "pass an instance")
     assert DrafterProposer(drafter="adaptive:base_params={'history': True}", num_speculative_tokens=K).history
 
 
@@ -143,7 +143,8 @@ def test_observe_hears_how_much_of_the_last_draft_was_confirmed():
             seen.append((draft.tokens.tolist(), accepted))
 
     proposer = DrafterProposer(drafter="suffix-automaton", num_speculative_tokens=3)
-    proposer.spec = Spy()  # one instance is enough to watch the feedback
+    spy = Spy()  # one instance is enough to watch the feedback
+    proposer.drafter_spec = SimpleNamespace(build=lambda setting: spy)
     batch = Batch()
     batch.call(proposer, [[1, 2, 3]])
     batch.call(proposer, [[1, 2, 3, 7, 8, 5]])  # two of 7, 8, 9 accepted, then the target's 5

@@ -19,7 +19,7 @@ from experiments.benchmarks import fresh
 from experiments.benchmarks.fresh import FRESH_VERSION, TASKS, fresh_prompts, space_size
 from experiments.benchmarks.suites.code_edit import HumanEvalFunction, humaneval_records
 from experiments.benchmarks.tasks import Prompt, group_of, load_task, prompts_digest
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 REPO = Path(__file__).resolve().parents[3]
 seeds = st.integers(min_value=-(2**63), max_value=2**63)

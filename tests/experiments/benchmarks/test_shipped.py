@@ -7,7 +7,7 @@ import pytest
 
 from experiments.benchmarks.traces import (BENCHMARK_FILE, benchmark_hash, default_folder, load_trace_sets,
                                            read_benchmark, shipped_folder)
-from lookup.cost import CPU_SMOLLM2
+from pldcore.cost import CPU_SMOLLM2
 
 pytestmark = pytest.mark.skipif(not (shipped_folder() / BENCHMARK_FILE).exists(), reason="no shipped benchmark")
 

@@ -25,7 +25,7 @@ from experiments.benchmarks.tasks import (
     prompts_digest,
     register_task,
 )
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 REPO = Path(__file__).resolve().parents[3]
 EMBEDDED = ("code-edit", "doc-qa", "mt-bench", "summarization")

@@ -8,8 +8,8 @@ import pytest
 
 from experiments.benchmarks.traces import (TraceCase, append_case, load_trace_sets, read_cases, task_of,
                                            trace_file)
-from lookup.cost import CPU_SMOLLM2, CostProfile
-from lookup.errors import PLDError
+from pldcore.cost import CPU_SMOLLM2, CostProfile
+from pldcore.errors import PLDError
 
 
 def case(name: str, output: list[int]) -> TraceCase:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from experiments.benchmarks.tasks import load_dataset_file, load_jsonl_questions
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 
 # --------------------------------------------------------------------------- load_jsonl_questions

@@ -10,7 +10,7 @@ import pytest
 
 from experiments.benchmarks.traces import (MAX_VOCAB_TEXT, VOCAB_FILE, load_trace_sets, read_vocab, shipped_folder,
                                            write_vocab)
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 
 def test_written_strings_read_back_and_are_read_once(tmp_path):
@@ -58,7 +58,7 @@ def test_a_recording_writes_the_model_s_strings_beside_its_traces(tmp_path, monk
     from toys import IdTokenizer, tiny_llama
 
     from experiments import traces
-    from lookup.cost import CostProfile
+    from pldcore.cost import CostProfile
 
     class CharTokenizer(IdTokenizer):  # text to ids, for the prompt; ids print as <id>
         def __call__(self, text: str) -> dict:

@@ -16,7 +16,7 @@ from experiments import traces as traces_cli
 from experiments.benchmarks import traces
 from experiments.competition import figures, fresh_cases, scoring
 from experiments.competition.board import Board
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 from toys_competition import make_trace_folder  # tests/experiments/competition is on sys.path
 
 FIRST, SECOND = "a" * 16, "b" * 16

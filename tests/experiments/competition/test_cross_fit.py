@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from toys_competition import QUICK, make_trace_folder  # tests/experiments/competition is on sys.path
 
 import lookup
-from experiments.benchmarks.traces import TraceCase, TraceSet, benchmark_hash, halves, in_order, load_trace_sets, subset
+from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, halves, in_order, load_trace_sets, subset,
+                                          traces_setting)
 from experiments.competition import cross_fit, render
 from experiments.competition import entries as lb
 from experiments.competition.board import Board
@@ -21,7 +22,7 @@ from experiments.competition.scoring import benchmark_info
 from experiments.running.acceptance_fit import collect, fits_of
 from experiments.running.replay import replay_case
 from experiments.running.serving import serve_traces
-from lookup.cost import CPU_SMOLLM2
+from pldcore.cost import CPU_SMOLLM2
 
 
 def _sets(layout: list[tuple[str, list[int]]]) -> list[TraceSet]:
@@ -81,9 +82,10 @@ def _in_process(sets, stream: bool = False):
     def evaluate(submission):
         calls.append(submission.params)
         result = Evaluation(submission, stream=stream)
-        make = lambda _profile: lookup.create(submission.source["name"], **submission.params)  # noqa: E731
-        for trace_set, case, profile, drafter in serve_traces(sets, make, stream=stream):
-            result.cases.append((trace_set, case, replay_case(case, drafter, profile)))
+        make = lambda setting: lookup.create(submission.source["name"], setting=setting,  # noqa: E731
+                                             **submission.params)
+        for trace_set, case, setting, drafter in serve_traces(sets, make, traces_setting(sets), stream=stream):
+            result.cases.append((trace_set, case, replay_case(case, drafter, setting.profile)))
         return result
     return evaluate, calls
 
@@ -147,17 +149,18 @@ def test_the_board_cross_fits_exactly_the_entries_fitted_on_the_benchmark_it_sco
 
 
 def test_a_second_models_adaptive_is_cross_fitted_on_its_own_models_benchmark():
-    """The sandbox hands a cost-aware entry the benchmark's profile, so on a second model's benchmark
-    `adaptive` reads that model's fit: the board must see it as fitted on that benchmark (and cross-fit it)."""
+    """The sandbox hands an entry that plans the benchmark's setting (its model), so on a second model's
+    benchmark `adaptive` reads that model's fit: the board must see it as fitted on that benchmark (and
+    cross-fit it), whatever the track's profile is called."""
     from types import SimpleNamespace
 
     from experiments.competition.entries import _fitted_on
-    from lookup.acceptance import fits as fits_module
+    from pldcore import fits as fits_module
 
     for path in fits_module.shipped():
         fit = fits_module.Fits.load(path)
-        profile = dataclasses.replace(CPU_SMOLLM2, model=f"{fit.model} (reference)")
-        sets = [SimpleNamespace(profile=profile)]
+        case = TraceCase("t/0", "t", 1, [1], [2], [], fit.model, 8, [], 1)
+        sets = [TraceSet(Path("/x/t-n1.jsonl.gz"), "t", [case], CPU_SMOLLM2)]
         adaptive = SimpleNamespace(source={"kind": "builtin", "name": "adaptive"}, params={})
         assert _fitted_on(adaptive, sets) == fit.benchmark
         plain = SimpleNamespace(source={"kind": "builtin", "name": "plain"}, params={})

@@ -26,7 +26,7 @@ from experiments.competition import board as board_file
 from experiments.competition import render
 from experiments.competition.board import Board
 from experiments.reporting.tables import render as render_table
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 #: what a terminal runs rather than shows: a window title (OSC 0), clear screen and cursor home (CSI),
 #: a hyperlink (OSC 8), a C1 CSI, bidi overrides and isolates, a carriage return, a new line, a backspace

@@ -21,7 +21,7 @@ from toys_competition import QUICK, VOCAB, make_trace_folder, require_layer  # t
 from experiments.benchmarks.traces import load_trace_sets
 from experiments.competition import isolation
 from experiments.competition.sandbox import Sandbox, Submission
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 
 def tmpfs_mounts(command: list[str]) -> list[str]:

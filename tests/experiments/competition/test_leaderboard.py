@@ -24,7 +24,7 @@ from experiments.competition.board import Board
 from experiments.competition.sandbox import Evaluation, Submission
 from experiments.competition.scoring import benchmark_info, board_rows, cost_aware_oracle_speedup, oracle_rows
 from experiments.running.replay import replay_case
-from lookup.cost import CPU_SMOLLM2, CostProfile
+from pldcore.cost import CPU_SMOLLM2, CostProfile
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = ROOT / "docs" / "competition.md"

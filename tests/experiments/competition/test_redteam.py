@@ -32,7 +32,7 @@ from experiments.competition import sandbox as sandbox_module
 from experiments.competition.board import Board
 from experiments.competition.sandbox import CHILD_SCRIPT, Sandbox, Submission, evaluate
 from experiments.competition.scoring import benchmark_info
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 ATTACKS = Path(__file__).resolve().parent / "attacks"
 BWRAP = isolation.bwrap_problem()

@@ -47,8 +47,8 @@ from experiments.competition.sandbox import Sandbox, Submission, evaluate
 from experiments.competition.scoring import benchmark_info
 from experiments.running.replay import replay_case
 from lookup import registry
-from lookup.cost import CostProfile
-from lookup.errors import PLDError
+from pldcore.cost import CostProfile
+from pldcore.errors import PLDError
 
 ATTACKS = Path(__file__).resolve().parent / "attacks"
 MARK = "LEAK-7f3a"  # what printer.py puts before everything it prints

@@ -21,12 +21,12 @@ import pytest
 from toys_competition import QUICK, VOCAB, make_trace_folder, require_layer  # tests/experiments/competition is on sys.path
 
 import lookup
-from experiments.benchmarks.traces import load_trace_sets
+from experiments.benchmarks.traces import load_trace_sets, traces_setting
 from experiments.competition import child, isolation
 from experiments.competition.sandbox import Disqualified, Limits, Sandbox, SandboxedDrafter, Submission, evaluate
 from experiments.running.methods import parse_method
 from experiments.running.replay import replay_case
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 SUBMISSIONS = Path(__file__).resolve().parents[3] / "experiments" / "competition" / "submissions"
 
@@ -63,7 +63,7 @@ def test_sandboxed_replay_equals_in_process_replay(sets, name):
     for trace_set, case, out in ev.cases:
         # made as compare.py makes it: a cost-aware drafter (adaptive, recycling) gets the profile the
         # case is priced under, which the sandbox hands its drafter too
-        ref = replay_case(case, parse_method(name).make(trace_set.profile), trace_set.profile)
+        ref = replay_case(case, parse_method(name).make(traces_setting(sets)), trace_set.profile)
         assert out.tokens == ref.tokens == case.output
         assert steps_of(out) == steps_of(ref)
         assert out.stats.tau == ref.stats.tau

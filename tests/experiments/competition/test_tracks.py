@@ -23,20 +23,20 @@ from experiments.competition.scoring import GPU_TRACKS, benchmark_info, oracle_t
 from experiments.running.oracle import oracle_runs
 from experiments.running.topk_oracle import topk_oracle_runs
 from experiments.running.tracks import profile_arg, track_named
-from lookup.errors import PLDError
-from lookup.hardware import profile_named
+from pldcore.errors import PLDError
+from pldcore.hardware import profile_named
 
-#: an entry that plans for a flat profile only: it refuses to run under any other (or none)
+#: an entry that plans for a flat profile only: it refuses to run in a setting on any other
 FLAT_ONLY = '''
 from lookup.base import Draft, Drafter, EMPTY_DRAFT
 
 
 class FlatOnly(Drafter):
-    uses_profile = True
+    uses_setting = True
 
-    def __init__(self, profile=None):
+    def __init__(self, setting):
         super().__init__()
-        if profile is None or profile.cost(64) != profile.cost(1):
+        if setting.profile.cost(64) != setting.profile.cost(1) or not setting.regime.greedy:
             raise ValueError("planned for a flat profile only")
 
     def propose(self, budget):
@@ -54,7 +54,7 @@ def sets(traces):
     return load_trace_sets(traces)
 
 
-def test_the_sandbox_hands_the_profile_to_a_cost_aware_entry(tmp_path, sets):
+def test_the_sandbox_hands_the_setting_to_an_entry_that_plans(tmp_path, sets):
     entry = tmp_path / "flat_only.py"
     entry.write_text(FLAT_ONLY)
     flat = evaluate(Submission.file(entry), sets, QUICK, profile=profile_named("flat"), draft_budget=63)

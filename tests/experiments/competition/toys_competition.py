@@ -23,7 +23,7 @@ from experiments.benchmarks.traces import TraceCase, append_case
 from experiments.competition import confine, isolation
 from experiments.competition.sandbox import Limits
 from lookup.base import MAX_TOP
-from lookup.cost import CostProfile
+from pldcore.cost import CostProfile
 
 VOCAB = 64
 #: where set, a missing isolation layer fails the tests that need it instead of skipping them

@@ -11,7 +11,7 @@ import pytest
 from test_plots import REPLAY, fake_rows  # tests/experiments/reporting is on sys.path (pytest's default import mode)
 
 from experiments.reporting import export
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 
 def rows():

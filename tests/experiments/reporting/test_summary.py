@@ -316,7 +316,7 @@ def test_is_drafter():
 def test_oracle_speedups_pool_each_groups_cases_with_their_prefill():
     from experiments.benchmarks.traces import TraceCase
     from experiments.running.oracle import cost_aware_oracle_times
-    from lookup.cost import CostProfile
+    from pldcore.cost import CostProfile
 
     # a forward over k tokens costs as much as one up to 64 (a big GPU), and a prompt's prefill 1 ms a token
     profile = CostProfile((1, 64, 65), (0.01, 0.01, 0.02), contexts=(1, 4096),

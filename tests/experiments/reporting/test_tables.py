@@ -13,7 +13,7 @@ from test_plots import case_row  # tests/experiments/reporting is on sys.path un
 from experiments.reporting.summary import summarize
 from experiments.reporting.tables import (category_tables, describe_profile, fmt, format_profile, method_table, render,
                                           report)
-from lookup.cost import CostProfile
+from pldcore.cost import CostProfile
 
 
 # -- fmt / render ---------------------------------------------------------------------------------

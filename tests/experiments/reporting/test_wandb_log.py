@@ -14,7 +14,7 @@ import pytest
 from experiments.reporting import plots, wandb_log
 from experiments.reporting.summary import summarize
 from experiments.running.rows import CaseResult
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 from test_plots import REPLAY, fake_rows  # tests/experiments/reporting is on sys.path (pytest's default import mode)
 
 wandb = pytest.importorskip("wandb")

@@ -11,10 +11,12 @@ from experiments.benchmarks.traces import TraceCase, TraceSet, append_case
 from experiments.benchmarks.traces import benchmark_hash, load_trace_sets, shipped_benchmarks
 from experiments.running import acceptance_fit
 from experiments.running.acceptance_fit import FEATURES, _Collector, collect, fit, fits_of, held_out
-from lookup.acceptance import WITH_HISTORY, Fits, first_token, later_nodes
-from lookup.acceptance import fits as fits_module
+from lookup.acceptance import WITH_HISTORY, first_token, later_nodes
+from pldcore.setting import reference_setting
+from pldcore.fits import Fits
+from pldcore import fits as fits_module
 from lookup.base import SOURCES, Agreement, Draft, Drafter, Evidence
-from lookup.cost import CPU_SMOLLM2
+from pldcore.cost import CPU_SMOLLM2
 from lookup.drafters.adaptive import AdaptiveDrafter
 
 
@@ -93,7 +95,7 @@ class _Unanimous(Drafter):
 def test_later_rows_follow_each_chain_until_its_first_miss():
     """A chain judged against the trace [7, 8, 5, 10]: one first-node row (accepted), then later rows
     for nodes 1 (accepted) and 2 (rejected); node 3, after the miss, is not judged."""
-    drafter = _Collector(AdaptiveDrafter(base=_Unanimous(), first_token_model=False, chain_model=False),
+    drafter = _Collector(AdaptiveDrafter(setting=reference_setting(), base=_Unanimous(), first_token_model=False, chain_model=False),
                          [1, 2, 3, 7, 8, 5, 10])
     drafter.reset([1, 2, 3])
     drafter.propose(32)
@@ -117,7 +119,7 @@ class _UnanimousWithHistory(_Unanimous):
 def test_the_stream_pass_collects_only_the_fits_it_is_given():
     """In the stream, a draft from the context gives rows for the first node's fit with a history (reading
     what the history says) and none for the context's own fits, which come from the per-request pass."""
-    inner = AdaptiveDrafter(base=_UnanimousWithHistory(), first_token_model=False, chain_model=False)
+    inner = AdaptiveDrafter(setting=reference_setting(), base=_UnanimousWithHistory(), first_token_model=False, chain_model=False)
     drafter = _Collector(inner, [1, 2, 3, 7, 8, 5, 10], {"history", WITH_HISTORY})
     drafter.reset([1, 2, 3])
     drafter.propose(32)
@@ -149,7 +151,7 @@ def test_the_fit_command_prints_a_fit_writes_it_and_refuses_too_little(tmp_path,
     assert traces.main(["fit-acceptance", "--traces", str(tmp_path), "--write", str(path)]) == 0
     assert "unchanged" in capsys.readouterr().out
     # adaptive reads a fit file by path
-    drafter = AdaptiveDrafter(fits=str(path))
+    drafter = AdaptiveDrafter(setting=reference_setting(), fits=str(path))
     assert drafter.fits.first["context"][1] == fits.first["context"][1] and str(path.name) in drafter.params()["fits"]
     assert traces.main(["fit-first-token", "--traces", str(tmp_path)]) == 0  # the former name
     empty = tmp_path / "empty"

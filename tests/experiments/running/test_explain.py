@@ -16,7 +16,7 @@ from experiments.running.explain import PARTS, explain, explain_case
 from experiments.running.oracle import cost_aware_oracle_times, cost_aware_plan
 from experiments.running.replay import replay_case
 from experiments.running.rows import case_result
-from lookup.cost import CPU_SMOLLM2, CostProfile
+from pldcore.cost import CPU_SMOLLM2, CostProfile
 
 LOOKUP = ["unfold", "suffix-automaton", "voting", "adaptive", "none"]
 

@@ -18,14 +18,15 @@ from experiments.running.methods import parse_method
 from experiments.running.oracle import sequence_of
 from experiments.running.replay import replay_case
 from lookup.base import Draft
-from lookup.cost import CPU_SMOLLM2
-from lookup.errors import PLDError
+from pldcore.setting import reference_setting
+from pldcore.cost import CPU_SMOLLM2
+from pldcore.errors import PLDError
 
 DRAFTERS = ["adaptive", "suffix-automaton", "voting:tree=true", "unfold"]
 
 
 def make(spec: str) -> lookup.Drafter:
-    return parse_method(spec).make(CPU_SMOLLM2)
+    return parse_method(spec).make(reference_setting(CPU_SMOLLM2))
 
 
 def case_of(seq: list[int], start: int) -> TraceCase:
@@ -204,7 +205,7 @@ def test_the_explain_command_prices_by_another_profile(tmp_path, capsys):
     missing or malformed file is one line of error."""
     from experiments import traces
     from experiments.benchmarks.traces import append_case
-    from lookup.cost import CostProfile
+    from pldcore.cost import CostProfile
 
     rng = np.random.default_rng(6)
     motif = rng.integers(0, 9, 10).tolist()

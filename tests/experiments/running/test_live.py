@@ -13,7 +13,7 @@ from toys import tiny_llama
 import decoding
 from decoding.cost import NoisyProfileWarning
 from experiments.running import live
-from lookup.cost import CPU_SMOLLM2
+from pldcore.cost import CPU_SMOLLM2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "experiments"))
 import compare  # noqa: E402

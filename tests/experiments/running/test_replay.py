@@ -17,8 +17,9 @@ from experiments.benchmarks.traces import TraceCase, append_case, read_cases
 from experiments.running.cases import Case
 from experiments.running.record import record_case
 from experiments.running.replay import replay_case
-from lookup.cost import CostProfile
-from lookup.errors import PLDError
+from pldcore.setting import reference_setting
+from pldcore.cost import CostProfile
+from pldcore.errors import PLDError
 
 PROMPT = [5, 9, 11, 5, 9, 11, 30, 5, 9, 11, 30, 2, 5, 9]
 DRAFTERS = ["unfold", "suffix-automaton", "voting", "adaptive", "suffix-automaton:min_match=1", "recycling",
@@ -67,8 +68,8 @@ def test_replay_equals_the_live_run_step_by_step(tiny, spec):
 
     trace = trace_of(tiny, PROMPT, 60)
     method = parse_method(spec)
-    live = decoding.generate(tiny, PROMPT, method.make(), 60)
-    replayed = replay_case(trace, method.make(), CostProfile.flat(64))
+    live = decoding.generate(tiny, PROMPT, method.make(reference_setting()), 60)
+    replayed = replay_case(trace, method.make(reference_setting()), CostProfile.flat(64))
     assert replayed.tokens == live.tokens == trace.output
     assert replayed.stats.tau == live.stats.tau
     assert [(s.drafted, s.accepted) for s in replayed.stats.steps] == [(s.drafted, s.accepted) for s in live.stats.steps]

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from decoding.generate import GenerationResult, Stats, StepRecord
 from experiments.running.rows import CaseResult, case_result
-from lookup.cost import CostProfile
-from lookup.errors import PLDError
+from pldcore.cost import CostProfile
+from pldcore.errors import PLDError
 
 FIELDS = [f.name for f in dataclasses.fields(CaseResult)]
 

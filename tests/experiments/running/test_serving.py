@@ -1,5 +1,5 @@
 """serving.py: every loop over a benchmark gets its drafters from one iterator. Per request, a fresh
-drafter per case with that case's set's profile; as a stream, one drafter, made once, that sees every
+drafter per case made for the setting; as a stream, one drafter, made once, that sees every
 case in the benchmark's order (``in_order``)."""
 
 from __future__ import annotations
@@ -10,27 +10,30 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experiments.benchmarks.traces import TraceCase, TraceSet, append_case, in_order, load_trace_sets, trace_file
+from experiments.benchmarks.traces import (TraceCase, TraceSet, append_case, in_order, load_trace_sets, trace_file,
+                                          traces_setting)
 from experiments.running.serving import Served, serve, serve_traces
-from lookup.cost import CostProfile
+from pldcore.cost import CostProfile
+from pldcore.setting import reference_setting
 
 PROFILES = [CostProfile.flat(64, seconds=s, name=f"flat-{s}") for s in (1.0, 2.0, 3.0)]
+SETTINGS = [reference_setting(p) for p in PROFILES]
 
 
 class Made:
-    """What ``make`` returns in these tests: which call it was and the profile it was made with."""
+    """What ``make`` returns in these tests: which call it was and the setting it was made for."""
 
     calls = itertools.count()
 
-    def __init__(self, profile) -> None:
-        self.profile, self.number = profile, next(Made.calls)
+    def __init__(self, setting) -> None:
+        self.setting, self.number = setting, next(Made.calls)
 
 
 def case(name: str) -> TraceCase:
     return TraceCase(name, name.split("/")[0], 1, [1, 2], [3], [], "toy", 8, [], 1)
 
 
-def trace_set(task: str, cases: int, profile: CostProfile) -> TraceSet:
+def trace_set(task: str, cases: int, profile: CostProfile = PROFILES[0]) -> TraceSet:
     return TraceSet(Path(f"{task}.jsonl.gz"), task, [case(f"{task}/{i}") for i in range(cases)], profile)
 
 
@@ -38,41 +41,29 @@ def names(served) -> list[str]:
     return [s.case.case for s in served]
 
 
-def test_per_request_each_case_gets_a_fresh_drafter_with_its_sets_profile():
-    sets = [trace_set("b", 2, PROFILES[0]), trace_set("a", 1, PROFILES[1])]
-    served = list(serve_traces(sets, Made))
+def test_per_request_each_case_gets_a_fresh_drafter_made_for_the_setting():
+    sets = [trace_set("b", 2), trace_set("a", 1)]
+    served = list(serve_traces(sets, Made, SETTINGS[1]))
     assert names(served) == ["b/0", "b/1", "a/0"]  # the order given: per request, order changes nothing
     assert len({id(s.drafter) for s in served}) == 3
-    assert [s.drafter.profile for s in served] == [PROFILES[0], PROFILES[0], PROFILES[1]]
-    assert [s.profile for s in served] == [PROFILES[0], PROFILES[0], PROFILES[1]]
+    assert {s.drafter.setting for s in served} == {s.setting for s in served} == {SETTINGS[1]}
     assert [s.trace_set.task for s in served] == ["b", "b", "a"]
-    # a profile given prices (and makes) every case
-    forced = list(serve_traces(sets, Made, profile=PROFILES[2]))
-    assert {s.drafter.profile for s in forced} == {s.profile for s in forced} == {PROFILES[2]}
 
 
 def test_a_stream_is_one_drafter_in_the_benchmarks_order():
-    sets = [trace_set("b", 2, PROFILES[0]), trace_set("a", 1, PROFILES[1]), trace_set("c", 1, PROFILES[0])]
+    sets = [trace_set("b", 2), trace_set("a", 1), trace_set("c", 1)]
     made = []
-    served = list(serve_traces(sets, lambda p: made.append(Made(p)) or made[-1], stream=True))
+    served = list(serve_traces(sets, lambda setting: made.append(Made(setting)) or made[-1], SETTINGS[2], stream=True))
     assert names(served) == ["a/0", "b/0", "b/1", "c/0"]
     assert len(made) == 1 and all(s.drafter is made[0] for s in served)
-    assert made[0].profile == PROFILES[1]  # the first set in the benchmark's order
-    assert [s.profile for s in served] == [PROFILES[1], PROFILES[0], PROFILES[0], PROFILES[0]]  # each its own
-    assert {s.drafter.profile for s in serve_traces(sets, Made, stream=True, profile=PROFILES[2])} == {PROFILES[2]}
-
-
-def test_a_stream_is_priced_by_the_first_set_even_when_it_is_empty():
-    sets = [trace_set("b", 1, PROFILES[0]), trace_set("a", 0, PROFILES[1])]
-    [served] = serve_traces(sets, Made, stream=True)
-    assert served.drafter.profile == PROFILES[1] and served.profile == PROFILES[0]
+    assert made[0].setting == SETTINGS[2] and {s.setting for s in served} == {SETTINGS[2]}
 
 
 def test_needed_skips_cases_per_request_but_a_stream_serves_them_all():
-    sets = [trace_set("a", 3, PROFILES[0])]
+    sets = [trace_set("a", 3)]
     needed = lambda c: c.case != "a/1"  # noqa: E731
-    assert names(serve_traces(sets, Made, needed=needed)) == ["a/0", "a/2"]
-    assert names(serve_traces(sets, Made, needed=needed, stream=True)) == ["a/0", "a/1", "a/2"]
+    assert names(serve_traces(sets, Made, SETTINGS[0], needed=needed)) == ["a/0", "a/2"]
+    assert names(serve_traces(sets, Made, SETTINGS[0], needed=needed, stream=True)) == ["a/0", "a/1", "a/2"]
 
 
 def test_nothing_is_made_before_it_is_needed():
@@ -80,43 +71,48 @@ def test_nothing_is_made_before_it_is_needed():
     requests = serve(range(3), lambda r: made.append(r) or r, stream=True)
     assert made == [] and list(requests) == [(0, 0), (1, 0), (2, 0)] and made == [0]
     assert list(serve([], lambda r: made.append(r))) == [] and made == [0]
-    assert list(serve_traces([], Made, stream=True)) == []
+    assert list(serve_traces([], Made, SETTINGS[0], stream=True)) == []
 
 
 def test_the_yielded_tuple_unpacks():
-    [(s, c, profile, drafter)] = serve_traces([trace_set("a", 1, PROFILES[0])], Made)
-    assert (s.task, c.case, profile, drafter.profile) == ("a", "a/0", PROFILES[0], PROFILES[0])
-    assert Served._fields == ("trace_set", "case", "profile", "drafter")
+    [(s, c, setting, drafter)] = serve_traces([trace_set("a", 1)], Made, SETTINGS[0])
+    assert (s.task, c.case, setting, drafter.setting) == ("a", "a/0", SETTINGS[0], SETTINGS[0])
+    assert Served._fields == ("trace_set", "case", "setting", "drafter")
 
 
-layouts = st.lists(st.tuples(st.integers(0, 4), st.sampled_from(range(len(PROFILES)))), max_size=5)
+def test_the_traces_setting_is_their_model_greedy_under_their_own_profile_or_the_one_given():
+    sets = [trace_set("a", 1, PROFILES[1])]
+    own = traces_setting(sets)
+    assert own.model == "toy" and own.profile == PROFILES[1] and own.regime.greedy and own.batch == 1
+    assert own.profile_source == "the traces' own"
+    assert traces_setting(sets, PROFILES[2]).profile == PROFILES[2]
+
+
+layouts = st.lists(st.integers(0, 4), max_size=5)
 
 
 @given(layout=layouts, order=st.randoms(use_true_random=False), stream=st.booleans(),
-       override=st.sampled_from([None, *PROFILES]), skip=st.sets(st.integers(0, 20)))
-def test_serving_matches_a_brute_force_reference(layout, order, stream, override, skip):
-    """Over random layouts of sets (empty ones included, profiles mixed, names in any order)."""
+       setting=st.sampled_from(SETTINGS), skip=st.sets(st.integers(0, 20)))
+def test_serving_matches_a_brute_force_reference(layout, order, stream, setting, skip):
+    """Over random layouts of sets (empty ones included, names in any order)."""
     tasks = [f"task{i}" for i in range(len(layout))]
     order.shuffle(tasks)
-    sets = [trace_set(task, n, PROFILES[p]) for task, (n, p) in zip(tasks, layout)]
+    sets = [trace_set(task, n) for task, n in zip(tasks, layout)]
     every = [c.case for s in sets for c in s.cases]
     needed = lambda c: every.index(c.case) not in skip  # noqa: E731
-    served = list(serve_traces(sets, Made, stream=stream, profile=override, needed=needed))
+    served = list(serve_traces(sets, Made, setting, stream=stream, needed=needed))
 
     # the reference, by brute force: a stream is every case sorted by task (file order within one),
-    # one drafter made with the first sorted set's profile; per request, the needed cases as given
+    # one drafter; per request, the needed cases as given, a drafter each
     if stream:
         by_task = sorted(sets, key=lambda s: s.task)
         expected = [(s, c) for s in by_task for c in s.cases]
         assert len({id(x.drafter) for x in served}) == (1 if expected else 0)
-        if expected:
-            assert served[0].drafter.profile == (override or by_task[0].profile)
     else:
         expected = [(s, c) for s in sets for c in s.cases if needed(c)]
         assert len({id(x.drafter) for x in served}) == len(expected)
-        assert [x.drafter.profile for x in served] == [override or s.profile for s, _ in expected]
     assert [(x.trace_set, x.case) for x in served] == expected
-    assert [x.profile for x in served] == [override or s.profile for s, _ in expected]
+    assert all(x.setting == setting and x.drafter.setting == setting for x in served)
     if stream:
         assert [s.task for s in in_order(sets)] == sorted(s.task for s in sets)
 
@@ -135,12 +131,12 @@ def spy_on(method, made: list) -> None:
     """Record every drafter ``method`` makes, and the prompts each is reset with."""
     real = method.make
 
-    def make(profile=None):
-        drafter = real(profile)
+    def make(setting):
+        drafter = real(setting)
         prompts = []
         reset = drafter.reset
         drafter.reset = lambda prompt: prompts.append(list(prompt)) or reset(prompt)
-        made.append((profile, prompts))
+        made.append((setting.profile, prompts))
         return drafter
 
     method.make = make

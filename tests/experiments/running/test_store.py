@@ -18,8 +18,8 @@ from test_rows import case_results, case_row  # tests/experiments/running is on 
 import lookup
 from experiments.running import store as store_module
 from experiments.running.store import ResultStore, code_key, reusable
-from lookup.cost import CostProfile
-from lookup.errors import PLDError
+from pldcore.cost import CostProfile
+from pldcore.errors import PLDError
 
 
 def three_rows() -> list:
@@ -232,7 +232,7 @@ def test_code_key_follows_the_file_of_a_wrapped_drafter(tmp_path):
 
 
 def test_code_key_follows_the_data_that_ships_with_the_code(tmp_path, monkeypatch):
-    """A refit acceptance fit (lookup/acceptance/fits/*.json) drafts otherwise: rows made with the old fit
+    """A refit acceptance fit (pldcore/fits/*.json) drafts otherwise: rows made with the old fit
     are not reused."""
     for package in store_module.CODE_PACKAGES:
         (tmp_path / package).mkdir(parents=True)

@@ -9,8 +9,8 @@ import decoding
 import lookup
 from experiments.benchmarks.traces import TraceCase, TraceSet, spread_cases
 from experiments.running.verify import check_traces
-from lookup.cost import CostProfile
-from lookup.errors import PLDError
+from pldcore.cost import CostProfile
+from pldcore.errors import PLDError
 
 PROMPTS = [[5, 9, 11, 5, 9], [3, 4, 5, 3, 4, 5], [7, 8, 9, 10]]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lookup.acceptance import WITH_HISTORY, default_fits, first_token
+from lookup.acceptance import WITH_HISTORY, first_token
+from pldcore.fits import default_fits
 
 #: the shipped fits of the embedded model, per fit name
 FITS = default_fits().first

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lookup.acceptance import default_fits, first_token, later_nodes
+from lookup.acceptance import first_token, later_nodes
+from pldcore.fits import default_fits
 
 #: the shipped fits of the embedded model, per fit name
 FITS = default_fits().later

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lookup.cost import CPU_SMOLLM2, CostProfile
+from pldcore.cost import CPU_SMOLLM2, CostProfile
 from lookup.acceptance.planner import best_cut, chain_path_probs, forward_costs, plan_chain
 from lookup.acceptance.rates import DecayedRate, smoothed_rate
 
@@ -180,7 +180,7 @@ def test_plan_chain_by_hand():
 @given(acc=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12))
 def test_the_planner_judged_by_one_forward_maximises_expected_tokens_per_second(acc):
     from lookup.acceptance import COST_REFRESH, Planner
-    from lookup.cost import CPU_SMOLLM2
+    from pldcore.cost import CPU_SMOLLM2
 
     k = Planner(CPU_SMOLLM2, 12, planned=False).chain(np.asarray(acc), 0)
 
@@ -195,7 +195,7 @@ def test_the_planner_judged_by_one_forward_maximises_expected_tokens_per_second(
 @given(acc=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12), context=st.integers(0, 3000))
 def test_the_planned_chain_is_plan_chain_at_the_context_bucket(acc, context):
     from lookup.acceptance import COST_REFRESH, Planner
-    from lookup.cost import CPU_SMOLLM2
+    from pldcore.cost import CPU_SMOLLM2
 
     planner = Planner(CPU_SMOLLM2, 12)
     bucket = context // COST_REFRESH * COST_REFRESH + COST_REFRESH // 2

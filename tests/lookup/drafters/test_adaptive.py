@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lookup.acceptance import PRIORS, WITH_HISTORY, first_token, first_token_inputs, later_nodes
+from pldcore.setting import reference_setting
 from lookup.base import EMPTY_DRAFT, Agreement, Draft, Drafter, Evidence
 from lookup.drafters.adaptive import AdaptiveDrafter
-from lookup.cost import CPU_SMOLLM2, CostProfile
+from pldcore.cost import CPU_SMOLLM2, CostProfile
 from toys import FixedDrafter  # tests/ is on sys.path (conftest)
 
 
@@ -42,7 +43,7 @@ def step(drafter: AdaptiveDrafter, truth: list[int]) -> int:
 @pytest.mark.parametrize("chain_model", [True, False])
 def test_stops_drafting_when_drafts_are_wrong_and_resumes_when_right(chain_model):
     base = Scripted([7] * 10)
-    d = AdaptiveDrafter(base=base, profile=CPU_SMOLLM2, chain_model=chain_model)
+    d = AdaptiveDrafter(base=base, setting=reference_setting(CPU_SMOLLM2), chain_model=chain_model)
     d.reset([1, 2, 3])
     sent = [step(d, [9] * 11) for _ in range(40)]  # the target never says 7
     # a second token costs only ~1.1x one on this CPU, so a small chance keeps it worth a while
@@ -54,13 +55,13 @@ def test_stops_drafting_when_drafts_are_wrong_and_resumes_when_right(chain_model
 
 
 def test_flat_gpu_profile_sends_everything_a_decent_match_offers():
-    d = AdaptiveDrafter(base=Scripted(range(20), match=8), profile=CostProfile.flat(64), max_tokens=32)
+    d = AdaptiveDrafter(base=Scripted(range(20), match=8), setting=reference_setting(CostProfile.flat(64)), max_tokens=32)
     d.reset([1])
     assert len(d.propose(32)) == 20
 
 
 def test_observe_counts_tried_and_accepted_nodes():
-    d = AdaptiveDrafter(base=Scripted([5, 6, 7, 8], match=3), profile=CostProfile.flat(64), max_tokens=8, decay=1.0)
+    d = AdaptiveDrafter(base=Scripted([5, 6, 7, 8], match=3), setting=reference_setting(CostProfile.flat(64)), max_tokens=8, decay=1.0)
     d.reset([1])
     draft = d.propose(8)
     assert len(draft) == 4
@@ -71,7 +72,7 @@ def test_observe_counts_tried_and_accepted_nodes():
 
 
 def test_propose_has_no_side_effects_on_proposals():
-    d = AdaptiveDrafter(base=Scripted(range(10)))
+    d = AdaptiveDrafter(setting=reference_setting(), base=Scripted(range(10)))
     d.reset([1, 2])
     assert all(a.tokens.tolist() == b.tokens.tolist() for a, b in itertools.pairwise([d.propose(8) for _ in range(3)]))
 
@@ -79,7 +80,7 @@ def test_propose_has_no_side_effects_on_proposals():
 def test_long_contexts_make_multi_token_forwards_dearer_so_drafts_shrink():
     # free to verify 32 tokens after 100 cached tokens; 6x one token after 4,000
     profile = CostProfile((1, 33), (1.0, 1.0), contexts=(100, 4000), grid=((1.0, 1.0), (1.0, 6.0)))
-    d = AdaptiveDrafter(base=Scripted(range(20), match=8), profile=profile, max_tokens=32)
+    d = AdaptiveDrafter(base=Scripted(range(20), match=8), setting=reference_setting(profile), max_tokens=32)
     d.reset([1] * 50)
     short = len(d.propose(32))
     d.reset([1] * 4000)
@@ -92,26 +93,26 @@ def test_long_contexts_make_multi_token_forwards_dearer_so_drafts_shrink():
 
 
 def test_a_base_without_a_match_length_counts_as_a_middling_match():
-    d = AdaptiveDrafter(base=FixedDrafter(range(5)))  # reports no match length (the base class default)
+    d = AdaptiveDrafter(setting=reference_setting(), base=FixedDrafter(range(5)))  # reports no match length (the base class default)
     d.reset([1, 2])
     assert d.match_length() is None
     assert d.candidate(8).row == d.model.row("context", PRIORS.unknown_match)
     assert d.candidate(8).row.bucket == int(np.searchsorted(PRIORS.bucket_edges, PRIORS.unknown_match, side="right"))
-    reporting = AdaptiveDrafter(base=Scripted(range(5), match=PRIORS.unknown_match))
+    reporting = AdaptiveDrafter(setting=reference_setting(), base=Scripted(range(5), match=PRIORS.unknown_match))
     reporting.reset([1, 2])
     assert reporting.match_length() == PRIORS.unknown_match
     assert reporting.propose(8).tokens.tolist() == d.propose(8).tokens.tolist()
 
 
 def test_the_match_length_is_the_wrapped_drafters():
-    d = AdaptiveDrafter()
+    d = AdaptiveDrafter(setting=reference_setting())
     d.reset([1, 2, 3, 1, 2])
     assert d.match_length() == d.base.match_length() == 2
 
 
 def test_a_missing_base_is_refused_by_name():
     with pytest.raises(TypeError, match="base must be a drafter name or instance"):
-        AdaptiveDrafter(base=None)
+        AdaptiveDrafter(setting=reference_setting(), base=None)
 
 
 class Agreeing(Scripted):
@@ -139,7 +140,7 @@ class Agreeing(Scripted):
 
 
 def fit(model: str, name: str):
-    return getattr(AdaptiveDrafter().fits, model)[name]
+    return getattr(AdaptiveDrafter(setting=reference_setting()).fits, model)[name]
 
 
 def judged(drafter: AdaptiveDrafter) -> tuple[np.ndarray, np.ndarray]:
@@ -150,7 +151,7 @@ def judged(drafter: AdaptiveDrafter) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_the_chain_comes_from_the_models_of_acceptance():
-    drafter = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]))
+    drafter = AdaptiveDrafter(setting=reference_setting(), base=Agreeing([7, 8, 9, 10]))
     drafter.reset([1, 2, 3])
     own, chain = judged(drafter)
     assert drafter.base.asked == [[7, 8, 9, 10]]
@@ -163,28 +164,28 @@ def test_the_chain_comes_from_the_models_of_acceptance():
     assert drafter.propose(32).tokens.tolist() == [7, 8, 9, 10][: drafter.planner.chain(chain, 3)]
     assert drafter.decide(candidate) == drafter.planner.chain(chain, 3)
     # each model can be off alone; without occurrences counted, the statistics alone
-    first_only = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]), chain_model=False)
+    first_only = AdaptiveDrafter(setting=reference_setting(), base=Agreeing([7, 8, 9, 10]), chain_model=False)
     first_only.reset([1, 2, 3])
     assert judged(first_only)[1][1:].tolist() == own[1:].tolist()
-    later_only = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]), first_token_model=False)
+    later_only = AdaptiveDrafter(setting=reference_setting(), base=Agreeing([7, 8, 9, 10]), first_token_model=False)
     later_only.reset([1, 2, 3])
     assert judged(later_only)[1][0] == own[0]
-    off = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10]), first_token_model=False, chain_model=False)
+    off = AdaptiveDrafter(setting=reference_setting(), base=Agreeing([7, 8, 9, 10]), first_token_model=False, chain_model=False)
     off.reset([1, 2, 3])
     assert judged(off)[1].tolist() == own.tolist() and off.fits is None
-    silent = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10], evidence=None))
+    silent = AdaptiveDrafter(setting=reference_setting(), base=Agreeing([7, 8, 9, 10], evidence=None))
     silent.reset([1, 2, 3])
     assert judged(silent)[1].tolist() == own.tolist()
 
 
 def test_a_base_without_evidence_is_judged_by_the_statistics_and_says_so():
-    plain = AdaptiveDrafter(base=Scripted([7, 8, 9, 10], match=3))
+    plain = AdaptiveDrafter(setting=reference_setting(), base=Scripted([7, 8, 9, 10], match=3))
     plain.reset([1, 2, 3])
     own, chain = judged(plain)
     assert chain.tolist() == own.tolist()
     assert plain.params()["evidence"] is False and "fits" not in plain.params()
-    assert AdaptiveDrafter().params()["evidence"] is True and "SmolLM2" in AdaptiveDrafter().params()["fits"]
-    voting = AdaptiveDrafter(base="voting")
+    assert AdaptiveDrafter(setting=reference_setting()).params()["evidence"] is True and "SmolLM2" in AdaptiveDrafter(setting=reference_setting()).params()["fits"]
+    voting = AdaptiveDrafter(setting=reference_setting(), base="voting")
     assert voting.params()["evidence"] is False and voting.fits is None
 
 
@@ -192,7 +193,7 @@ def test_the_first_token_model_sends_more_where_occurrences_agree():
     """Unanimous occurrences of a long match earn a longer draft than split ones, all else equal."""
     sent = {}
     for share in (1.0, 0.1):
-        drafter = AdaptiveDrafter(base=Agreeing(list(range(10, 30)), match=4, evidence=(8, share)), chain_model=False)
+        drafter = AdaptiveDrafter(setting=reference_setting(), base=Agreeing(list(range(10, 30)), match=4, evidence=(8, share)), chain_model=False)
         drafter.reset([1, 2, 3])
         sent[share] = len(drafter.propose(32))
     assert sent[1.0] > sent[0.1]
@@ -202,7 +203,7 @@ def test_the_chain_model_sends_more_where_occurrences_keep_agreeing():
     """Occurrences that follow the whole chain earn a longer draft than the draft's own occurrence alone."""
     sent = {}
     for occurrences in (8, 1):
-        drafter = AdaptiveDrafter(base=Agreeing(list(range(10, 30)), match=4, evidence=(occurrences, 1.0)),
+        drafter = AdaptiveDrafter(setting=reference_setting(), base=Agreeing(list(range(10, 30)), match=4, evidence=(occurrences, 1.0)),
                                   first_token_model=False)  # the first node from the statistics either way
         drafter.reset([1, 2, 3])
         sent[occurrences] = len(drafter.propose(32))
@@ -218,7 +219,7 @@ HISTORY_SAYS = (5, [2, 2, 2, 2], [2, 1, 1, 1])
 
 
 def test_a_draft_from_the_history_is_judged_by_the_history_fit_with_what_the_context_says():
-    drafter = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10], source="history", other=CONTEXT_SAYS, second_index=True))
+    drafter = AdaptiveDrafter(setting=reference_setting(), base=Agreeing([7, 8, 9, 10], source="history", other=CONTEXT_SAYS, second_index=True))
     drafter.reset([1, 2, 3])
     candidate = drafter.candidate(32)
     assert candidate.row.source == 1 and drafter.model.fit_names(candidate.evidence) == ("history", "history")
@@ -237,7 +238,7 @@ def test_a_draft_from_the_history_is_judged_by_the_history_fit_with_what_the_con
     assert drafter.model.rates(candidate.row)[0] == pytest.approx(PRIORS.first_history[candidate.row.bucket])
     # the fits differ: the same evidence from the context is judged otherwise, and what another index
     # says of it is not read by the context's own fit
-    context_drafter = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10], other=CONTEXT_SAYS))
+    context_drafter = AdaptiveDrafter(setting=reference_setting(), base=Agreeing([7, 8, 9, 10], other=CONTEXT_SAYS))
     context_drafter.reset([1, 2, 3])
     assert not np.allclose(judged(context_drafter)[1], chain)
     inputs = context_drafter.model.inputs(context_drafter.candidate(32).row, context_drafter.candidate(32).evidence, 4)
@@ -245,7 +246,7 @@ def test_a_draft_from_the_history_is_judged_by_the_history_fit_with_what_the_con
 
 
 def test_a_draft_from_the_context_with_a_history_is_judged_by_a_fit_of_its_own_with_what_the_history_says():
-    drafter = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10], other=HISTORY_SAYS, second_index=True))
+    drafter = AdaptiveDrafter(setting=reference_setting(), base=Agreeing([7, 8, 9, 10], other=HISTORY_SAYS, second_index=True))
     drafter.reset([1, 2, 3])
     evidence = drafter.candidate(32).evidence
     # later nodes keep the context's own fit
@@ -257,7 +258,7 @@ def test_a_draft_from_the_context_with_a_history_is_judged_by_a_fit_of_its_own_w
     assert chain[1:] == pytest.approx(later_nodes.probabilities(3, support, agree, coefficients=fit("later", "context")[0],
                                                                 intercept=fit("later", "context")[1]))
     # a drafter without a second index keeps the context's own fit, whatever it says
-    alone = AdaptiveDrafter(base=Agreeing([7, 8, 9, 10], other=HISTORY_SAYS))
+    alone = AdaptiveDrafter(setting=reference_setting(), base=Agreeing([7, 8, 9, 10], other=HISTORY_SAYS))
     alone.reset([1, 2, 3])
     assert alone.model.fit_names(alone.candidate(32).evidence) == ("context", "context")
     assert judged(alone)[1][0] == pytest.approx(first_token.probability(first_token.features(3, own[0], 4, 0.75),

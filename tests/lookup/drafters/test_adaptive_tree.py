@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lookup.acceptance import COST_REFRESH, PRIORS, Row
+from pldcore.setting import reference_setting
 from lookup.drafters.adaptive import AdaptiveDrafter
 from lookup.base import EMPTY_DRAFT, Draft, Drafter
-from lookup.cost import CPU_SMOLLM2, CostProfile
+from pldcore.cost import CPU_SMOLLM2, CostProfile
 
 #        root
 #       /    \
@@ -53,7 +54,7 @@ def fixed(d: AdaptiveDrafter, a, c=None):
 
 
 def test_node_probabilities_by_hand():
-    d = AdaptiveDrafter(base=ScriptedTree(), profile=CPU_SMOLLM2, max_tokens=8)
+    d = AdaptiveDrafter(base=ScriptedTree(), setting=reference_setting(CPU_SMOLLM2), max_tokens=8)
     fixed(d, [0.6, 0.8, 0.5], c=[0.25])
     p = d.model.tree(ROW, np.asarray(PARENTS))
     first, second = 0.6, 0.4 * 0.25
@@ -61,7 +62,7 @@ def test_node_probabilities_by_hand():
 
 
 def test_younger_siblings_share_what_the_elder_ones_leave():
-    d = AdaptiveDrafter(base=ScriptedTree(), profile=CPU_SMOLLM2, max_tokens=8)
+    d = AdaptiveDrafter(base=ScriptedTree(), setting=reference_setting(CPU_SMOLLM2), max_tokens=8)
     fixed(d, [0.5], c=[0.5, 0.5, 0.5])
     p = d.model.tree(ROW, np.asarray([-1, -1, -1, -1]))
     np.testing.assert_allclose(p, [0.5, 0.25, 0.125, 0.0625])
@@ -78,7 +79,7 @@ def tree_parents(draw):
 @given(parents=tree_parents(), a=st.lists(st.floats(0, 1), min_size=12, max_size=12),
        c=st.lists(st.floats(0, 1), min_size=MAX_RANK - 1, max_size=MAX_RANK - 1))
 def test_best_size_maximises_expected_tokens_per_second(parents, a, c):
-    d = AdaptiveDrafter(base=ScriptedTree(), profile=CPU_SMOLLM2, max_tokens=12)
+    d = AdaptiveDrafter(base=ScriptedTree(), setting=reference_setting(CPU_SMOLLM2), max_tokens=12)
     fixed(d, a, c)
     p = d.model.tree(ROW, parents)
     m = d.planner.tree(p, 0)
@@ -90,26 +91,26 @@ def test_best_size_maximises_expected_tokens_per_second(parents, a, c):
 
 
 def test_sends_a_prefix_tree_and_everything_on_a_flat_profile():
-    d = AdaptiveDrafter(base=ScriptedTree(), profile=CostProfile.flat(64), max_tokens=8)
+    d = AdaptiveDrafter(base=ScriptedTree(), setting=reference_setting(CostProfile.flat(64)), max_tokens=8)
     d.reset([1])
     draft = d.propose(32)
     assert draft.tokens.tolist() == TOKENS and draft.parents.tolist() == PARENTS
     expensive = CostProfile((1, 2, 64), (1.0, 10.0, 100.0))  # a node costs 9x a plain step: never worth it
-    d = AdaptiveDrafter(base=ScriptedTree(), profile=expensive, max_tokens=8)
+    d = AdaptiveDrafter(base=ScriptedTree(), setting=reference_setting(expensive), max_tokens=8)
     d.reset([1])
     assert d.propose(32) is EMPTY_DRAFT
 
 
 def test_a_prefix_of_a_q_tree_keeps_its_q():
     q = np.full((5, 10), 0.1, dtype=np.float32)
-    d = AdaptiveDrafter(base=ScriptedTree(probs=q), profile=CostProfile.flat(64), max_tokens=8)
+    d = AdaptiveDrafter(base=ScriptedTree(probs=q), setting=reference_setting(CostProfile.flat(64)), max_tokens=8)
     d.reset([1])
     draft = d.propose(3)
     assert draft.probs.shape == (3, 10) and draft.parents.tolist() == PARENTS[:3]
 
 
 def test_learns_depth_and_rank_statistics_from_the_committed_path():
-    d = AdaptiveDrafter(base=ScriptedTree(), profile=CostProfile.flat(64), max_tokens=8, decay=1.0)
+    d = AdaptiveDrafter(base=ScriptedTree(), setting=reference_setting(CostProfile.flat(64)), max_tokens=8, decay=1.0)
     d.reset([1])
     b = d.candidate(8).row
     draft = d.propose(8)
@@ -129,7 +130,7 @@ def test_learns_depth_and_rank_statistics_from_the_committed_path():
 def test_learns_unsent_siblings_too():
     # a costly profile sends only the first node; the committed token still scores the second
     profile = CostProfile((1, 2, 3, 64), (1.0, 1.2, 1.9, 60.0))
-    d = AdaptiveDrafter(base=ScriptedTree(tokens=[5, 6], parents=[-1, -1]), profile=profile, max_tokens=8, decay=1.0)
+    d = AdaptiveDrafter(base=ScriptedTree(tokens=[5, 6], parents=[-1, -1]), setting=reference_setting(profile), max_tokens=8, decay=1.0)
     d.reset([1])
     sent = []
     for _ in range(30):  # the target always says 6: the second child
@@ -142,7 +143,7 @@ def test_learns_unsent_siblings_too():
 
 
 def test_propose_has_no_side_effects_on_proposals():
-    d = AdaptiveDrafter(base=ScriptedTree())
+    d = AdaptiveDrafter(setting=reference_setting(), base=ScriptedTree())
     d.reset([1, 2])
     drafts = [d.propose(8) for _ in range(3)]
     assert all(a.tokens.tolist() == b.tokens.tolist() and a.parents.tolist() == b.parents.tolist()
@@ -150,5 +151,5 @@ def test_propose_has_no_side_effects_on_proposals():
 
 
 def test_rank_prior():
-    d = AdaptiveDrafter(base=ScriptedTree())
+    d = AdaptiveDrafter(setting=reference_setting(), base=ScriptedTree())
     assert d.model.rank_rates()[1:] == pytest.approx([PRIOR_RANK] * (MAX_RANK - 1))

@@ -13,8 +13,9 @@ from toys import FixedDrafter, tiny_llama
 
 import decoding
 import lookup
+from pldcore.setting import reference_setting
 from lookup.base import Draft, Drafter
-from lookup.cost import CPU_SMOLLM2, CostProfile
+from pldcore.cost import CPU_SMOLLM2, CostProfile
 from lookup.drafters.recycling import DEFAULT_BRANCHES, MAX_DEPTH, RecyclingDrafter
 
 
@@ -50,7 +51,7 @@ def brute_force_probs(d: RecyclingDrafter, chain, last: int, limit: int) -> list
     hits=st.lists(st.floats(0, 5), min_size=3, max_size=3),
 )
 def test_best_first_takes_the_most_probable_nodes_parents_first(rows, chain, last, limit, hits):
-    d = RecyclingDrafter(base=FixedDrafter(chain), width=3, max_nodes=limit)
+    d = RecyclingDrafter(setting=reference_setting(), base=FixedDrafter(chain), width=3, max_nodes=limit)
     d.reset([last])
     top = np.array(list(rows.values()), dtype=np.int64).reshape(-1, 3)
     d.observe_top(np.array(list(rows), dtype=np.int64), top, np.zeros(top.shape, np.float16))
@@ -86,7 +87,7 @@ def step(d: RecyclingDrafter, truth: list[int], pos: int, rows) -> int:
 
 def test_learns_that_the_recycled_top_token_is_right():
     truth = [i % 50 for i in range(400)]  # each token is followed by its successor
-    d = RecyclingDrafter(base=None, width=2, max_nodes=16)
+    d = RecyclingDrafter(setting=reference_setting(), base=None, width=2, max_nodes=16)
     d.reset(truth[:1])
     pos = 1
     while pos < 300:
@@ -98,7 +99,7 @@ def test_learns_that_the_recycled_top_token_is_right():
 
 def test_learns_that_the_lookup_chain_is_wrong_and_stops_sending_it():
     truth = list(range(300))
-    d = RecyclingDrafter(base=FixedDrafter([999] * 8), width=1, max_nodes=16, profile=CPU_SMOLLM2)
+    d = RecyclingDrafter(base=FixedDrafter([999] * 8), width=1, max_nodes=16, setting=reference_setting(CPU_SMOLLM2))
     d.reset(truth[:1])
     pos, sent = 1, []
     while pos < 100:
@@ -109,11 +110,11 @@ def test_learns_that_the_lookup_chain_is_wrong_and_stops_sending_it():
 
 
 def test_a_flat_profile_sends_the_whole_budget_and_a_cpu_one_trims():
-    d = RecyclingDrafter(base=FixedDrafter(range(40)), max_nodes=32, profile=CostProfile.flat(64))
+    d = RecyclingDrafter(base=FixedDrafter(range(40)), max_nodes=32, setting=reference_setting(CostProfile.flat(64)))
     d.reset([1])
     d.observe_top(np.arange(64), np.tile(np.arange(8), (64, 1)), np.zeros((64, 8), np.float16))
     assert len(d.propose(32)) == 32
-    cpu = RecyclingDrafter(base=FixedDrafter(range(40)), max_nodes=32, profile=CPU_SMOLLM2)
+    cpu = RecyclingDrafter(base=FixedDrafter(range(40)), max_nodes=32, setting=reference_setting(CPU_SMOLLM2))
     cpu.reset([1])
     cpu.observe_top(np.arange(64), np.tile(np.arange(8), (64, 1)), np.zeros((64, 8), np.float16))
     assert 0 < len(cpu.propose(32)) < 32
@@ -121,9 +122,9 @@ def test_a_flat_profile_sends_the_whole_budget_and_a_cpu_one_trims():
 
 def test_bad_parameters_are_refused():
     with pytest.raises(ValueError):
-        RecyclingDrafter(max_nodes=0)
+        RecyclingDrafter(setting=reference_setting(), max_nodes=0)
     with pytest.raises(ValueError):
-        RecyclingDrafter(decay=0.0)
+        RecyclingDrafter(setting=reference_setting(), decay=0.0)
 
 
 class TopRecorder(RandomTreeDrafter):
@@ -177,17 +178,17 @@ def test_adaptive_passes_the_rows_to_a_wrapped_drafter_that_wants_them():
 
 
 def test_the_match_length_is_the_lookup_drafters():
-    assert RecyclingDrafter(base=None).match_length() is None
-    d = RecyclingDrafter()
+    assert RecyclingDrafter(setting=reference_setting(), base=None).match_length() is None
+    d = RecyclingDrafter(setting=reference_setting())
     d.reset([4, 5, 6, 4, 5])
     assert d.match_length() == d.base.match_length() == 2
-    assert RecyclingDrafter(base=FixedDrafter([1])).match_length() is None  # a base that reports none
+    assert RecyclingDrafter(setting=reference_setting(), base=FixedDrafter([1])).match_length() is None  # a base that reports none
 
 
 def test_branches_send_every_occurrences_continuation_and_learn_which_rank_is_right():
     # [5, 6] occurred three times, continued by 1, 2 and 3; the truth is always the oldest (3)
     prompt = [5, 6, 3, 7, 5, 6, 2, 8, 5, 6, 1, 9, 5, 6]
-    d = RecyclingDrafter(branches=4, max_nodes=16, profile=CostProfile.flat(64))
+    d = RecyclingDrafter(branches=4, max_nodes=16, setting=reference_setting(CostProfile.flat(64)))
     d.reset(prompt)
     draft = d.propose(16)
     roots = [int(t) for t, p in zip(draft.tokens, draft.parents) if p < 0]
@@ -201,7 +202,9 @@ def test_branches_send_every_occurrences_continuation_and_learn_which_rank_is_ri
 
 def test_branches_default_to_a_tree_for_the_suffix_automaton_and_to_the_base_s_draft_otherwise():
     prompt = [5, 6, 3, 7, 5, 6, 2, 8, 5, 6]
-    chain, tree = RecyclingDrafter(branches=1), RecyclingDrafter()
+    # not cost-aware: the whole tree, as the budget allows
+    chain = RecyclingDrafter(setting=reference_setting(), branches=1, cost_aware=False)
+    tree = RecyclingDrafter(setting=reference_setting(), cost_aware=False)
     for d in (chain, tree):
         d.reset(prompt)
     assert tree.params()["branches"] == DEFAULT_BRANCHES and tree.base.params()["branches"] == DEFAULT_BRANCHES
@@ -209,8 +212,8 @@ def test_branches_default_to_a_tree_for_the_suffix_automaton_and_to_the_base_s_d
     roots = lambda draft: sorted(int(t) for t, p in zip(draft.tokens, draft.parents) if p < 0)
     # the chain copies one occurrence (here the earliest: the newest runs into the suffix), the tree both
     assert roots(chain.propose(8)) == [3] and roots(tree.propose(8)) == [2, 3]
-    assert RecyclingDrafter(base=FixedDrafter([1])).params()["branches"] == 1
+    assert RecyclingDrafter(setting=reference_setting(), base=FixedDrafter([1])).params()["branches"] == 1
     with pytest.raises(ValueError):
-        RecyclingDrafter(branches=0)
+        RecyclingDrafter(setting=reference_setting(), branches=0)
     with pytest.raises(ValueError):
-        RecyclingDrafter(base=FixedDrafter([1]), branches=2)
+        RecyclingDrafter(setting=reference_setting(), base=FixedDrafter([1]), branches=2)

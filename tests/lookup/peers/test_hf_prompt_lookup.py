@@ -75,7 +75,7 @@ def test_a_missing_transformers_is_one_clear_line():
         import sys
         sys.modules["transformers"] = None  # as if not installed
         import lookup, lookup.peers
-        from lookup.errors import PLDError
+        from pldcore.errors import PLDError
         try:
             lookup.create("peer:hf-prompt-lookup")
         except PLDError as exc:

@@ -11,7 +11,7 @@ import pytest
 import lookup
 import lookup.peers
 from lookup.specs import parse_spec
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 PEERS = ["peer:hf-prompt-lookup", "peer:llamacpp-lookup", "peer:sam-decoding", "peer:sglang-ngram",
          "peer:suffix-decoding", "peer:vllm-ngram"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lookup.cost import CPU_SMOLLM2, CostProfile
-from lookup.hardware import profile_named
+from pldcore.cost import CPU_SMOLLM2, CostProfile
+from pldcore.hardware import profile_named
 
 
 @given(n=st.integers(1, 300), context=st.one_of(st.none(), st.integers(0, 20_000)),

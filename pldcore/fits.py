@@ -1,6 +1,6 @@
 """Fits of the acceptance models as data: one JSON file per (target model, benchmark).
 
-    fits = Fits.load(path)                 # or fits_for(profile.model): the shipped fit of that model
+    fits = Fits.load(path)                 # or fits_for(model, regime): the shipped fit of that model
     coefficients, intercept = fits.first["context"]
 
 A fit file records what it was fitted on (the model, the benchmark's hash, the command) and with
@@ -9,7 +9,9 @@ by a change of either is caught (``tests/lookup/acceptance/test_fits.py``). It i
 ``python experiments/traces.py fit-acceptance --write``, coefficients rounded to
 :data:`DECIMALS` places so that the file regenerates byte for byte.
 
-A target model without a fit of its own gets the embedded model's (:data:`DEFAULT_MODEL`): the
+A fit is made on one target model's traces in one decoding regime (``regime``: ``"greedy"``, the
+only one recorded so far, or a sampling regime's name, :attr:`pldcore.setting.Regime.name`). A
+target model without a fit of its own gets the embedded model's (:data:`DEFAULT_MODEL`): the
 features are the index's counts, not the model's, so that fit transfers (``docs/acceptance.md``).
 """
 
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lookup.errors import PLDError
+from pldcore.errors import PLDError
 
 FORMAT = 1
 #: the shipped fits, ``<model>.<benchmark hash>.json`` each
@@ -33,6 +35,8 @@ DEFAULT_MODEL = "SmolLM2-135M-Instruct"
 DECIMALS = 3
 #: the models fitted (a fit file has one table of fits per model): the first node, the later nodes
 MODELS = ("first", "later")
+#: the regime of a fit file that names none (every file before regimes were recorded was fitted greedy)
+GREEDY_REGIME = "greedy"
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class Fits:
     later: dict[str, tuple[np.ndarray, float]]
     rows: dict = field(default_factory=dict)  # rows fitted on, per model and fit
     path: Path | None = None  # where it was read from (None: built in memory)
+    regime: str = GREEDY_REGIME  # the decoding regime of the traces fitted on
 
     def to_dict(self) -> dict:
         """The file's content as a JSON-able dict (coefficients rounded to :data:`DECIMALS` places):
@@ -55,7 +60,9 @@ class Fits:
             return {name: {"coefficients": [round(float(c), DECIMALS) + 0.0 for c in coefficients],
                            "intercept": round(float(intercept), DECIMALS) + 0.0}
                     for name, (coefficients, intercept) in fits.items()}
-        return {"format": FORMAT, "model": self.model, "benchmark": self.benchmark,
+        # a greedy fit does not say so: files written before regimes were recorded read the same
+        regime = {} if self.regime == GREEDY_REGIME else {"regime": self.regime}
+        return {"format": FORMAT, "model": self.model, "benchmark": self.benchmark, **regime,
                 "written_by": "python experiments/traces.py fit-acceptance --write",
                 "settings": self.settings, "rows": self.rows,
                 "first": table(self.first), "later": table(self.later)}
@@ -76,7 +83,7 @@ class Fits:
             tables = {model: {name: (np.array(fit["coefficients"], dtype=np.float64), float(fit["intercept"]))
                               for name, fit in data[model].items()} for model in MODELS}
             return cls(str(data["model"]), str(data["benchmark"]), dict(data["settings"]), tables["first"],
-                       tables["later"], dict(data.get("rows", {})), path)
+                       tables["later"], dict(data.get("rows", {})), path, str(data.get("regime", GREEDY_REGIME)))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise PLDError(f"{where}: not a fit file of the acceptance models ({type(exc).__name__}: {exc})") from None
 
@@ -100,7 +107,8 @@ class Fits:
         return path
 
     def describe(self) -> str:
-        return f"{self.model} on benchmark {self.benchmark}" + (f" ({self.path.name})" if self.path else "")
+        regime = "" if self.regime == GREEDY_REGIME else f", {self.regime}"
+        return f"{self.model} on benchmark {self.benchmark}{regime}" + (f" ({self.path.name})" if self.path else "")
 
 
 @functools.lru_cache(maxsize=16)
@@ -124,13 +132,15 @@ def shipped() -> list[Path]:
     return sorted(FOLDER.glob("*.json"))
 
 
-def fits_for(model: str) -> Fits:
-    """The shipped fit of the target model ``model`` (a cost profile's model name, which may add a
-    note such as ``" (reference)"``), or the embedded model's (:data:`DEFAULT_MODEL`) when it has none."""
-    for path in shipped():
-        fits = Fits.load(path)
-        if model.startswith(fits.model):
-            return fits
+def fits_for(model: str, regime: str = GREEDY_REGIME) -> Fits:
+    """The shipped fit of the target model ``model`` (its exact name, as
+    :func:`pldcore.setting.model_key` gives it) in ``regime``: that model's fit in that regime, else its
+    greedy fit, else the embedded model's (:data:`DEFAULT_MODEL`) in that regime, else its greedy one."""
+    fits = [Fits.load(path) for path in shipped()]
+    for wanted_model, wanted_regime in ((model, regime), (model, GREEDY_REGIME), (DEFAULT_MODEL, regime)):
+        found = next((f for f in fits if f.model == wanted_model and f.regime == wanted_regime), None)
+        if found is not None:
+            return found
     return default_fits()
 
 
@@ -138,7 +148,7 @@ def default_fits() -> Fits:
     """The embedded model's shipped fit."""
     for path in shipped():
         fits = Fits.load(path)
-        if fits.model == DEFAULT_MODEL:
+        if fits.model == DEFAULT_MODEL and fits.regime == GREEDY_REGIME:
             return fits
     raise PLDError(f"no shipped fit of {DEFAULT_MODEL} in {FOLDER}: reinstall pld-lab, or write one with "
                    "python experiments/traces.py fit-acceptance --write")

@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from lookup.acceptance import AcceptanceModel, Fits, default_fits, fits_for
-from lookup.acceptance import fits as fits_module
-from lookup.errors import PLDError
+from lookup.acceptance import AcceptanceModel
+from pldcore.fits import Fits, default_fits, fits_for
+from pldcore import fits as fits_module
+from pldcore.errors import PLDError
 
 
 def test_the_shipped_fit_reads_back_to_the_same_text():
@@ -31,8 +32,22 @@ def test_a_fit_of_another_model_is_found_by_its_name(tmp_path, monkeypatch):
     monkeypatch.setattr(fits_module, "FOLDER", tmp_path)
     other.save(tmp_path / fits_module.file_name(other.model, other.benchmark))
     embedded.save(tmp_path / embedded.path.name)
-    assert fits_for("Other-Model (measured here)").model == "Other-Model"
+    assert fits_for("Other-Model").model == "Other-Model"
+    assert fits_for("Other-Model (measured here)").model == fits_module.DEFAULT_MODEL  # exact names only
     assert fits_for("SmolLM2-135M-Instruct").model == fits_module.DEFAULT_MODEL
+
+
+def test_a_fit_is_chosen_by_model_and_regime(tmp_path, monkeypatch):
+    greedy = Fits("Other-Model", "0123456789abcdef", {}, {"context": (np.zeros(8), -1.0)}, {}, {})
+    sampled = Fits("Other-Model", "0123456789abcdef", {}, {"context": (np.ones(8), -1.0)}, {}, {}, regime="t1")
+    embedded = default_fits()
+    monkeypatch.setattr(fits_module, "FOLDER", tmp_path)
+    greedy.save(tmp_path / "a.json")
+    sampled.save(tmp_path / "b.json")
+    embedded.save(tmp_path / embedded.path.name)
+    assert fits_for("Other-Model", "t1").regime == "t1" and fits_for("Other-Model").regime == "greedy"
+    assert fits_for("Other-Model", "t0.7").regime == "greedy"  # no fit of that regime: the model's greedy one
+    assert Fits.load(tmp_path / "b.json").regime == "t1" and '"regime"' not in greedy.to_json()
 
 
 def test_coefficients_are_rounded_so_that_a_refit_writes_the_same_file():

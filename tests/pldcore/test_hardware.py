@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lookup.cost import CPU_SMOLLM2
-from lookup.errors import PLDError
-from lookup.hardware import (
+from pldcore.cost import CPU_SMOLLM2
+from pldcore.errors import PLDError
+from pldcore.hardware import (
     A100, CALIBRATION, CONTEXTS, DEPLOYMENTS, FLAT_FORWARD_S, H100, LLAMA_2_7B, LLAMA_2_70B, LLAMA_31_8B,
     LLAMA_31_70B, LLAMA_32_1B, PROFILES, SIZES, SOURCES, TOLERANCE, Deployment, calibration_rows,
     compute_bound_from, gpu_rows, model_rows, profile_named, profile_rows, summary,
@@ -165,7 +165,7 @@ def test_the_docs_tables_are_the_codes():
 
 
 def test_an_estimated_profile_survives_json_as_a_trace_folder_stores_it():
-    from lookup.cost import CostProfile
+    from pldcore.cost import CostProfile
 
     p = PROFILES["h200-70b-tp2"]
     assert CostProfile.from_json(p.to_json()) == p

@@ -12,18 +12,20 @@ estimate, :data:`CALIBRATION` the published measurements the estimate is checked
 :data:`PROFILES` the named profiles (``cpu``, ``flat`` and the ``<gpu>-<model>`` ones) that
 :func:`profile_named` returns. Every profile made here says "roofline estimate" in its model,
 device and host; none of it was measured. ``docs/hardware.md`` explains each input and the
-calibration table; ``python -m lookup.hardware`` prints the tables that page shows.
+calibration table; ``python -m pldcore.hardware`` prints the tables that page shows.
 
 Pure Python and numpy: cheap to import, nothing here runs a model.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
-from lookup.cost import CPU_SMOLLM2, CostProfile
-from lookup.errors import PLDError
-from lookup.registry import unknown_name
+from pldcore.cost import CPU_SMOLLM2, CostProfile
+from pldcore.errors import PLDError
+from pldcore.names import unknown_name
 
 GB = 1e9  # spec sheets count memory bandwidth and capacity in 10^9 bytes
 TERA = 1e12
@@ -219,7 +221,7 @@ class Deployment:
             device=f"{self.gpu.name}{tp} ({ESTIMATE})", contexts=CONTEXTS, grid=grid,
             prefill=tuple(self.prefill_seconds(c) for c in CONTEXTS),
             prefill_rows=tuple(self.prefill_seconds(c, rows=True) for c in CONTEXTS),
-            host=f"{ESTIMATE} (lookup/hardware.py)",
+            host=f"{ESTIMATE} (pldcore/hardware.py)",
         )
 
 
@@ -374,7 +376,7 @@ def _flat() -> CostProfile:
 
 
 #: name -> cost profile: ``cpu`` (the measured reference profile, the very object
-#: :data:`lookup.cost.CPU_SMOLLM2`), ``flat`` (an idealisation) and the roofline estimates
+#: :data:`pldcore.cost.CPU_SMOLLM2`), ``flat`` (an idealisation) and the roofline estimates
 PROFILES: dict[str, CostProfile] = {
     "cpu": CPU_SMOLLM2,
     "flat": _flat(),
@@ -389,6 +391,33 @@ def profile_named(name: str) -> CostProfile:
         return PROFILES[str(name).strip().lower()]
     except KeyError:
         raise PLDError(unknown_name("cost profile", str(name).strip().lower(), PROFILES)) from None
+
+
+def is_profile_file(value: str) -> bool:
+    """Whether ``value`` names a profile file (``x.json``, a path) rather than a named profile."""
+    return value.endswith(".json") or os.sep in value or Path(value).is_file()
+
+
+def read_profile(path: str | Path, what: str = "profile") -> CostProfile:
+    """A cost profile saved as JSON; PLDError naming ``what`` (``--profile``), with the reason, when
+    the file is missing or not one."""
+    try:
+        return CostProfile.load(path)
+    except FileNotFoundError:
+        raise PLDError(f"{what}: no file {path} (`traces.py profile` measures and keeps this machine's)") from None
+    except OSError as err:
+        raise PLDError(f"{what}: cannot read {path} ({err.strerror or err})") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise PLDError(f"{what}: {path} is not a cost profile ({type(err).__name__}: {err})") from None
+
+
+def profile_from(value: str | CostProfile, what: str = "profile") -> CostProfile:
+    """A profile given as a :class:`CostProfile`, a named one (:func:`profile_named`) or a file."""
+    if isinstance(value, CostProfile):
+        return value
+    if not isinstance(value, (str, Path)):
+        raise PLDError(f"{what} must be a profile name, a profile file or a CostProfile, got {value!r}")
+    return read_profile(value, what) if is_profile_file(str(value)) else profile_named(str(value))
 
 
 # --- the tables docs/hardware.md shows ------------------------------------------------------------
