@@ -9,12 +9,9 @@ import dataclasses
 import hashlib
 import inspect
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Sequence
-
-from tqdm import tqdm
 
 import decoding
 import lookup
@@ -28,6 +25,7 @@ from experiments.competition.scoring import (CPU_TRACK, GPU_TRACKS, ORACLE_CAP, 
                                              oracle_track, replay_scores, track_scores)
 from experiments.competition.text import clean, clean_block, portable_refusal
 from experiments.running.explain import pool_losses
+from experiments.running.progress import progress_bar
 from experiments.running.store import code_key, git_sha
 from lookup.errors import PLDError
 
@@ -185,10 +183,6 @@ def oracle_entry(sets, benchmark: str) -> dict:
 
 
 # -- running ----------------------------------------------------------------------------------------------
-def _progress(total: int, desc: str):
-    return tqdm(total=total, desc=desc[:30], unit="case", leave=False, dynamic_ncols=True, disable=not sys.stderr.isatty())
-
-
 #: the track whose score is the board's GPU column
 GPU_PROFILE_TRACK = "flat"
 #: the GPU tracks a build scores every entry on (each one more replay of the benchmark per entry;
@@ -262,7 +256,7 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
 
     def run(submission: Submission, track: Track = CPU_TRACK) -> Evaluation:
         for _ in range(2):
-            with _progress(total, f"{submission.name} ({track.name})") as bar:
+            with progress_bar(total, f"{submission.name} ({track.name})"[:30], leave=False) as bar:
                 evaluation = evaluate(submission, sets, limits, deny=[board.folder], landlock=landlock,
                                       progress=bar.update, require_isolation=require_isolation, stream=stream,
                                       public=public, profile=track.profile, draft_budget=track.draft_budget)
