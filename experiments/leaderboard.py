@@ -36,13 +36,16 @@ from experiments.benchmarks.paths import ROOT, portable_path  # noqa: E402
 from decoding.loading import EMBEDDED_NAME, packaged_name  # noqa: E402
 from experiments.benchmarks.traces import (benchmark_folder, default_folder, load_trace_sets, model_key,  # noqa: E402
                                           read_benchmark, shipped_benchmarks, traces_model)
-from experiments.competition.board import DEFAULT_BOARD, Board, ranked  # noqa: E402
+from experiments.competition.board import DEFAULT_BOARD, Board  # noqa: E402
 from experiments.competition.entries import (check_name, ensure_oracle, one_line, run_baselines, run_peers,  # noqa: E402
                                              run_examples, run_fresh, run_submission, seed_baselines, shown_entries,
                                              verify_entries, verify_prompts)
 from experiments.competition.figures import count_regions, update_files  # noqa: E402
-from experiments.competition.render import (entry_details, public_standing, standing, text_board, track_names,  # noqa: E402
-                                            write_outputs)
+from experiments.competition.loader import entry_of, key_of  # noqa: E402
+from experiments.competition.ranking import (PUBLIC, board_scores, public_standing, ranked, standing,  # noqa: E402
+                                             track_names)
+from experiments.competition.records import Entry  # noqa: E402
+from experiments.competition.render import entry_details, text_board, write_outputs  # noqa: E402
 from experiments.competition.fresh_cases import DEFAULT_PER_TASK, draw_seed, fresh_info, record_fresh  # noqa: E402
 from experiments.competition.sandbox import Limits, Submission  # noqa: E402
 from experiments.competition.scoring import CPU_TRACK, benchmark_info, track_named  # noqa: E402
@@ -172,35 +175,36 @@ def cmd_submit(args, board: Board) -> int:
     entry = run_submission(board, submission, sets, info, "submission", limits, not args.no_landlock,
                            args.require_isolation, keep_best=True)
     seeded = seed_baselines(board, Board(DEFAULT_BOARD), info)
-    oracle = ensure_oracle(board, sets, info)
-    print(one_line(entry))
+    oracle = entry_of(ensure_oracle(board, sets, info))
+    print(one_line(entry_of(entry)))
     name = clean(entry["name"], 48)
     if seeded:
         print(f"the board in {board.folder} had no baselines of benchmark {info['hash']}: copied the committed "
               f"board's {seeded} baselines and peers ({clean(portable_path(Board(DEFAULT_BOARD).path), 200)}) "
               "to rank against")
-    kept = entry.get("kept")
-    if kept:
-        print(f"not recorded: the board keeps {name}'s better entry ({kept.get('score', 0):.3f}x, "
-              f"{clean(kept.get('time'), 40)}); a resubmission never replaces a better one of its name. "
+    kept = entry_of(entry["kept"]) if "kept" in entry else None  # the board's better entry of its name
+    if kept is not None:
+        print(f"not recorded: the board keeps {name}'s better entry ({kept.public.score or 0:.3f}x, "
+              f"{clean(kept.time, 40)}); a resubmission never replaces a better one of its name. "
               f"`leaderboard.py show {name}` lists every attempt")
-    if (kept or entry).get("status") == "ok":
+    if (kept or entry_of(entry)).public.ok:
         _say_rank(board, info, name, oracle)
     return 0 if entry["status"] == "ok" else 1
 
 
-def _say_rank(board: Board, info: dict, name: str, oracle: dict) -> None:
-    """Where entry ``name`` stands, in the words and the numbers ``show`` uses (``render.standing``:
+def _say_rank(board: Board, info: dict, name: str, oracle: Entry) -> None:
+    """Where entry ``name`` stands, in the words and the numbers ``show`` uses (``ranking.standing``:
     the board proper, the peers ranked apart; by fresh cases where the board links some)."""
     shown, _ = shown_entries(board, info["hash"])
-    me = next(e for e in shown if e.get("name") == name)
+    me = next(e for e in shown if e.name == name)
     label = "public benchmark" if info.get("public") else "benchmark"
     place, public = standing(shown, name), public_standing(shown, name)
-    shown_oracle = next((e for e in shown if e.get("kind") == "oracle"), oracle)
+    shown_oracle = ranked(shown).oracle or oracle
     if place is not None:
-        gain = oracle_gain(me.get("score"), shown_oracle.get("score"))
-        share = f"; {100 * gain:.0f}% of the oracle's gain ({shown_oracle['score']:.3f}x)" if gain is not None else ""
-        fresh = " on its fresh cases" if "score_public" in me else ""
+        mine, best = board_scores(me).score, board_scores(shown_oracle).score
+        gain = oracle_gain(mine, best)
+        share = f"; {100 * gain:.0f}% of the oracle's gain ({best:.3f}x)" if gain is not None else ""
+        fresh = " on its fresh cases" if me.fresh is not None else ""
         print(f"rank {place[0]} of {place[1]} by score{fresh} on the {label} {info['hash']}, as "
               f"`leaderboard.py show` lists it (the peers are ranked apart){share}")
         if place[1] == 1:
@@ -210,10 +214,10 @@ def _say_rank(board: Board, info: dict, name: str, oracle: dict) -> None:
         print(f"not ranked yet: the board ranks by fresh cases, which its next build scores {name} on; by public "
               f"score it is #{public[0]} of {public[1]}, as `leaderboard.py show` lists it")
     else:  # scored here, disqualified on the board's fresh cases
-        print(f"not ranked: {clean(me.get('reason'), 300)} (`leaderboard.py show` lists it so)")
-    for flag in me.get("flags") or []:
+        print(f"not ranked: {clean(board_scores(me).reason, 300)} (`leaderboard.py show` lists it so)")
+    for flag in me.flags or ():
         print(f"FLAG {clean(flag, 300)}")
-    if info.get("public") and place is not None and "score_public" not in me:
+    if info.get("public") and place is not None and me.fresh is None:
         print("the board ranks by fresh cases, made and scored at its next build (docs/competition.md)")
 
 
@@ -280,12 +284,12 @@ def cmd_show(args, board: Board) -> int:
     if args.name is None:
         print(text_board(entries, info))
         return 0
-    named = [e for e in entries if e.get("name") == args.name]
+    named = [e for e in entries if e.name == args.name]
     if not named:
         # the names come from the board file: cleaned, like every text shown from it
-        raise PLDError(unknown_name("entry", clean(args.name, 48), [clean(e.get("name"), 48) for e in entries])
+        raise PLDError(unknown_name("entry", clean(args.name, 48), [clean(e.name, 48) for e in entries])
                        + f" (on benchmark {clean(bench, 64)})")
-    print(entry_details(named[0], [e for e in entries if e.get("kind") == "oracle"], info))
+    print(entry_details(named[0], [e for e in entries if e.is_oracle], info))
     return 0
 
 
@@ -307,11 +311,14 @@ def _current_benchmark(args, board: Board) -> str:
     try:
         return _benchmark(args)[1]["hash"]
     except PLDError:
-        entries = board.load()["entries"]
+        entries = board.entries()
         if not entries:
             raise PLDError(f"the board in {board.folder} is empty; run `python experiments/leaderboard.py build`") from None
-        newest = max(entries, key=lambda e: str(e.get("time") or ""))
-        return newest["benchmark"]
+        newest = max(entries, key=lambda e: e.time or "")
+        if newest.benchmark is None:
+            raise PLDError(f"the newest entry of the board in {board.folder} names no benchmark; "
+                           "give one with --benchmark") from None
+        return newest.benchmark
 
 
 def cmd_build(args, board: Board) -> int:
@@ -339,7 +346,7 @@ def _build(args, board: Board, folder: Path) -> int:
     t0 = time.perf_counter()
     oracle = ensure_oracle(board, sets, info)
     print(f"benchmark {info['hash']}: {info['cases']} cases, {info['tokens']:,} tokens in {info['folder']}")
-    print(one_line(oracle))
+    print(one_line(entry_of(oracle)))
     strict = args.require_isolation
     run_baselines(board, sets, info, limits, rerun=args.rerun, landlock=landlock, require_isolation=strict)
     if not args.no_peers:
@@ -367,16 +374,16 @@ def _verify(args, board: Board, sets, info: dict, limits, landlock: bool) -> Non
 
     if args.verify_top < 1 or args.verify_prompts < 1 or args.verify_tokens < 1:
         raise PLDError("--verify-top, --verify-prompts and --verify-tokens must be >= 1")
-    _, ok, _ = ranked(board.entries(info["hash"]))
-    top = ok[: args.verify_top]
+    top = ranked(board.entries(info["hash"]), PUBLIC).ranked[: args.verify_top]
     target = decoding.load_model(traces_model(sets))
     prompts = verify_prompts(sets, args.verify_prompts)
     results = verify_entries(top, target, prompts, args.verify_tokens, limits, [board.folder], landlock,
                              args.require_isolation, board=board, public=bool(info.get("public")))
     with board.editing() as data:
         for e in data["entries"]:
-            if e.get("benchmark") == info["hash"] and e["name"] in results:
-                e["verify"] = results[e["name"]]
+            bench, name = key_of(e)
+            if bench == info["hash"] and name in results:
+                e["verify"] = results[name]
     for name, r in results.items():
         if "speedup" in r:
             print(f"verify {clean(name, 48)}: measured {r['speedup']:.2f}x over none, identical output: {r['identical']}")

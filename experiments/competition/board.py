@@ -12,10 +12,13 @@ import re
 import stat
 import tempfile
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator
 
 from experiments.benchmarks.paths import ROOT
 from experiments.benchmarks.untrusted import clean, read_json
+from experiments.competition.loader import entry_of, key_of, load_entries
+from experiments.competition.ranking import better
+from experiments.competition.records import Entry
 from pldcore.errors import PLDError
 
 DEFAULT_BOARD = ROOT / "leaderboard"
@@ -113,43 +116,45 @@ class Board:
             atomic_write(self.path, json.dumps(data, indent=1, default=str) + "\n")
 
     def record(self, entry: dict, info: dict | None = None) -> None:
-        """Add ``entry``, replacing the entry of the same name on the same benchmark."""
+        """Add ``entry`` (a record, as the file holds it), replacing the entry of the same name on
+        the same benchmark."""
         with self.editing() as data:
             if info is not None:
                 data["benchmarks"][entry["benchmark"]] = info
-            data["entries"] = [e for e in data["entries"]
-                               if not (e.get("benchmark") == entry["benchmark"] and e.get("name") == entry["name"])]
+            data["entries"] = [e for e in data["entries"] if key_of(e) != key_of(entry)]
             data["entries"].append(entry)
 
     def record_best(self, entry: dict, info: dict | None = None) -> tuple[dict, bool]:
         """Record a submission's ``entry`` as :meth:`record` does, unless the board holds an entry
-        of its name on its benchmark that ranks above it (:func:`better`: a disqualified or lower
-        score never replaces a scored one): that one stays. Either way the entry that stands lists
-        this submission in its ``attempts`` (:func:`attempt_of`; oldest first, the last
+        of its name on its benchmark that ranks above it (:func:`ranking.better`: a disqualified or
+        lower score never replaces a scored one): that one stays. Either way the entry that stands
+        lists this submission in its ``attempts`` (:func:`attempt_of`; oldest first, the last
         :data:`MAX_ATTEMPTS`; an entry recorded before attempts were listed counts as its own
         first). Returns (the entry that stands, as the board file now holds it; whether it is ``entry``)."""
+        new = entry_of(entry)
         with self.editing() as data:
             if info is not None:
                 data["benchmarks"][entry["benchmark"]] = info
-            same = [e for e in data["entries"] if e.get("benchmark") == entry["benchmark"] and e.get("name") == entry["name"]]
-            earlier = same[-1] if same else None
-            listed = earlier.get("attempts") if earlier is not None else []
-            if earlier is not None and not (isinstance(listed, list) and listed):
+            same = [e for e in data["entries"] if key_of(e) == key_of(entry)]
+            earlier = entry_of(same[-1], clean(self.path)) if same else None
+            listed = [a.record for a in earlier.attempts] if earlier is not None else []
+            if earlier is not None and not listed:
                 listed = [attempt_of(earlier)]
-            attempts = [*[a for a in listed if isinstance(a, dict)], attempt_of(entry)][-MAX_ATTEMPTS:]
-            if earlier is not None and not better(entry, earlier):
-                earlier["attempts"] = attempts
-                return earlier, False
+            attempts = [*listed, attempt_of(new)][-MAX_ATTEMPTS:]
+            if earlier is not None and not better(new, earlier):
+                same[-1]["attempts"] = attempts
+                return same[-1], False
             data["entries"] = [e for e in data["entries"] if not any(e is x for x in same)]
             data["entries"].append({**entry, "attempts": attempts})
             return data["entries"][-1], True
 
-    def entries(self, benchmark: str) -> list[dict]:
-        return [e for e in self.load()["entries"] if e.get("benchmark") == benchmark]
+    def entries(self, benchmark: str | None = None) -> list[Entry]:
+        """The board's entries (of ``benchmark``, when given), typed and validated (:mod:`.loader`)."""
+        return load_entries(self.load()["entries"], clean(self.path), benchmark)
 
     def resolve(self, prefix: str) -> str:
         """The full benchmark hash that ``prefix`` starts (unique), as ``show --benchmark`` accepts."""
-        known = sorted({e["benchmark"] for e in self.load()["entries"] if isinstance(e.get("benchmark"), str)})
+        known = sorted({bench for e in self.load()["entries"] if (bench := key_of(e)[0]) is not None})
         found = [h for h in known if h.startswith(prefix)]
         if len(found) != 1:
             listed = ", ".join(clean(h, 64) for h in known) or "none"  # hashes read from the file
@@ -157,41 +162,16 @@ class Board:
         return found[0]
 
 
-def _scored(entry: dict) -> bool:
-    """Whether ``entry`` is ranked: scored (status ok, a non-zero score), and not the oracle."""
-    return entry.get("kind") != "oracle" and entry.get("status") == "ok" and bool(entry.get("score"))
-
-
-def better(new: dict, old: dict) -> bool:
-    """Whether entry ``new`` ranks at least as high as ``old`` by :func:`ranked`'s rule: a scored
-    entry above one that is not, a higher score above a lower one (a tie goes to ``new``)."""
-    def score(e: dict) -> float | None:  # a board file edited by hand may hold anything there
-        value = e.get("score")
-        return float(value) if _scored(e) and isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-    if score(old) is None:
-        return True
-    return score(new) is not None and score(new) >= score(old)
-
-
-def attempt_of(entry: dict) -> dict:
+def attempt_of(entry: Entry) -> dict:
     """What an entry's ``attempts`` keep of one submission: when, its score or why it failed (as
     the entry says it, already cleaned and, on a benchmark that is not public, withheld), its
     parameters, and its file (by the hash it is stored under) or source name."""
-    source = entry.get("source") if isinstance(entry.get("source"), dict) else {}
-    attempt = {"time": entry.get("time"), "status": entry.get("status"), "params": entry.get("params") or {}}
-    if entry.get("status") == "ok":
-        attempt["score"] = entry.get("score")
+    scores = entry.public
+    attempt = {"time": entry.time, "status": scores.status or None, "params": dict(entry.params)}
+    if scores.ok:
+        attempt["score"] = scores.score
     else:
-        attempt["reason"] = entry.get("reason")
-    attempt["source"] = {k: source[k] for k in ("kind", "sha256", "display", "name") if k in source}
+        attempt["reason"] = scores.reason
+    source = entry.source
+    attempt["source"] = {k: v for k in ("kind", "sha256", "display", "name") if (v := getattr(source, k)) is not None}
     return attempt
-
-
-def ranked(entries: Sequence[dict]) -> tuple[dict | None, list[dict], list[dict]]:
-    """(oracle, entries that scored -- best first, disqualified entries)."""
-    oracle = next((e for e in entries if e.get("kind") == "oracle"), None)
-    ok = [e for e in entries if _scored(e)]
-    ok.sort(key=lambda e: (-e["score"], e["name"]))
-    dq = sorted((e for e in entries if e.get("kind") != "oracle" and e not in ok), key=lambda e: e["name"])
-    return oracle, ok, dq

@@ -9,12 +9,9 @@ import dataclasses
 import hashlib
 import inspect
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Sequence
-
-from tqdm import tqdm
 
 import decoding
 import lookup
@@ -23,12 +20,15 @@ from experiments.benchmarks.traces import spread_cases, traces_setting
 from experiments.competition import child as child_side
 from experiments.competition.flags import beyond_share, flags_alone, with_fresh
 from experiments.competition.board import NAME_RE, ORACLE, Board, atomic_write, now
+from experiments.competition.loader import entry_of, load_entries
+from experiments.competition.records import Entry
 from experiments.competition.cross_fit import cross_fitted, folds
 from experiments.competition.sandbox import Disqualified, Evaluation, Sandbox, Submission, evaluate
 from experiments.competition.scoring import (CPU_TRACK, GPU_TRACKS, ORACLE_CAP, Track, entry_scores, oracle_rows,
                                              oracle_track, replay_scores, track_scores)
 from experiments.competition.text import clean, clean_block, portable_refusal
 from experiments.running.explain import pool_losses
+from experiments.running.progress import progress_bar
 from experiments.running.store import code_key, git_sha
 from lookup.specs import DrafterSpec
 from pldcore.errors import PLDError
@@ -61,10 +61,10 @@ def store_submission(board: Board, path: str | Path) -> Path:
     return stored
 
 
-def stored_file(board: Board, source: dict) -> Path | None:
-    """The stored file a board entry's ``source`` names, when it is one of the store's own files
-    (a plain file named by the hash of what it holds) and holds it still; else None."""
-    sha = source.get("sha256")
+def stored_file(board: Board, sha: str | None) -> Path | None:
+    """The stored file of content hash ``sha`` (as a board entry's source names it), when it is one
+    of the store's own files (a plain file named by the hash of what it holds) and holds it still;
+    else None."""
     if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
         return None
     path = board.folder / STORE / f"{sha}.py"
@@ -187,10 +187,6 @@ def oracle_entry(sets, benchmark: str) -> dict:
 
 
 # -- running ----------------------------------------------------------------------------------------------
-def _progress(total: int, desc: str):
-    return tqdm(total=total, desc=desc[:30], unit="case", leave=False, dynamic_ncols=True, disable=not sys.stderr.isatty())
-
-
 #: the track whose score is the board's GPU column
 GPU_PROFILE_TRACK = "flat"
 #: the GPU tracks a build scores every entry on (each one more replay of the benchmark per entry;
@@ -256,7 +252,7 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
     made: list[Path] = []  # what this call adds to the board's folder before anything is recorded
     if submission.source["kind"] == "file":  # what is scored is the copy the board keeps
         path = Path(submission.source["path"])
-        had = stored_file(board, {"sha256": _file_sha(path)})
+        had = stored_file(board, _file_sha(path))
         made = [d for d in (board.folder, board.folder / STORE) if not d.exists()]
         stored = store_submission(board, path)
         made += [] if had else [stored]
@@ -265,7 +261,7 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
 
     def run(submission: Submission, track: Track = CPU_TRACK) -> Evaluation:
         for _ in range(2):
-            with _progress(total, f"{submission.name} ({track.name})") as bar:
+            with progress_bar(total, f"{submission.name} ({track.name})"[:30], leave=False) as bar:
                 evaluation = evaluate(submission, sets, limits, deny=[board.folder], landlock=landlock,
                                       progress=bar.update, require_isolation=require_isolation, stream=stream,
                                       public=public, profile=track.profile, draft_budget=track.draft_budget)
@@ -278,11 +274,11 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
     if evaluation.ok:
         entry["tracks"] = {track.name: gpu_track(run(submission, track), track, entry, info["hash"], public)
                            for track in (BUILD_TRACKS if tracks is None else tracks)}
-        flat = entry["tracks"].get(GPU_PROFILE_TRACK)
+        flat = entry["tracks"][GPU_PROFILE_TRACK] if GPU_PROFILE_TRACK in entry["tracks"] else None
         if flat is not None and flat["status"] == "ok":  # the GPU column: the flat track's own run
             entry["score_gpu"] = flat["score"]
             for group, scores in entry["groups"].items():
-                scores["est_speedup_gpu"] = flat["groups"].get(group, {}).get("est_speedup")
+                scores["est_speedup_gpu"] = flat["groups"][group]["est_speedup"] if group in flat["groups"] else None
     if evaluation.ok and kind in TRUSTED_KINDS and submission.source["kind"] == "builtin" \
             and _fitted_on(submission, sets) == info["hash"]:
         # its numbers were fitted on these very cases: scored cross-fitted too (cross_fit.py)
@@ -337,17 +333,17 @@ def seed_baselines(board: Board, committed: Board, info: dict) -> int:
     if board.path.resolve() == committed.path.resolve():
         return 0
     try:
-        theirs = [e for e in committed.entries(info["hash"]) if e.get("kind") in TRUSTED_KINDS and e.get("name")]
+        theirs = [e for e in committed.entries(info["hash"]) if e.kind in TRUSTED_KINDS and e.name]
     except PLDError:  # a committed board that cannot be read: nothing to rank against, as before
         return 0
     if not theirs:
         return 0
     with board.editing() as data:
-        here = [e for e in data["entries"] if e.get("benchmark") == info["hash"]]
-        if any(e.get("kind") in TRUSTED_KINDS for e in here):
+        here = load_entries(data["entries"], clean(board.path), info["hash"])
+        if any(e.kind in TRUSTED_KINDS for e in here):
             return 0
-        names = {e.get("name") for e in here}
-        copied = [{**copy.deepcopy(e), "benchmark": info["hash"]} for e in theirs if e.get("name") not in names]
+        names = {e.name for e in here}
+        copied = [{**copy.deepcopy(e.record), "benchmark": info["hash"]} for e in theirs if e.name not in names]
         data["entries"] += copied
         data["benchmarks"].setdefault(info["hash"], info)
     return len(copied)
@@ -365,8 +361,8 @@ def scored_codes(board: Board, info: dict, kind: str) -> dict[str, str | None]:
     stall of the machine past a time limit is no verdict on trusted code, and those not yet scored on
     every GPU track are left out too."""
     tracks = {track.name for track in BUILD_TRACKS}  # an entry scored before a track existed is scored again
-    return {e["name"]: e.get("code") for e in board.entries(info["hash"])
-            if e.get("kind") == kind and e.get("status") == "ok" and tracks <= set(e.get("tracks") or ())}
+    return {e.name: e.code for e in board.entries(info["hash"])
+            if e.kind == kind and e.public.ok and tracks <= set(e.tracks)}
 
 
 def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, names: Sequence[str] | None = None,
@@ -384,7 +380,7 @@ def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, n
                                           require_isolation))
         entries += stream_entry(board, name, "baseline", have, rerun, sets, info, limits, landlock, require_isolation)
         for entry in entries:
-            say(one_line(entry))
+            say(one_line(entry_of(entry)))
         done += entries
     return done
 
@@ -411,7 +407,7 @@ def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landl
                                           require_isolation))
         entries += stream_entry(board, name, "peer", have, rerun, sets, info, limits, landlock, require_isolation)
         for entry in entries:
-            say(one_line(entry))
+            say(one_line(entry_of(entry)))
         done += entries
     return done
 
@@ -435,17 +431,16 @@ def stream_entry(board: Board, name: str, kind: str, have: dict, rerun: bool, se
 def run_examples(board: Board, sets, info: dict, limits, rerun: bool = False, landlock: bool = True,
                  say=print, require_isolation: bool = False) -> list[dict]:
     """The example submissions in experiments/competition/submissions/ (each file under its own name)."""
-    have = {e["name"]: e for e in board.entries(info["hash"]) if e.get("kind") == "submission"}
+    have = {e.name: e for e in board.entries(info["hash"]) if e.kind == "submission"}
     done = []
     for path in sorted(EXAMPLES.glob("*.py")):
         submission = Submission.file(path)
-        old = have.get(submission.name)
+        old = have[submission.name] if submission.name in have else None
         tracks = {track.name for track in BUILD_TRACKS}  # one scored before a track existed: scored again
-        if old and not rerun and old.get("source", {}).get("sha256") == _file_sha(path) \
-                and tracks <= set(old.get("tracks") or ()):
+        if old and not rerun and old.source.sha256 == _file_sha(path) and tracks <= set(old.tracks):
             continue
         entry = run_submission(board, submission, sets, info, "submission", limits, landlock, require_isolation)
-        say(one_line(entry))
+        say(one_line(entry_of(entry)))
         done.append(entry)
     return done
 
@@ -461,16 +456,16 @@ def run_fresh(board: Board, info: dict, fresh_sets, fresh: dict, limits, landloc
     ensure_oracle(board, fresh_sets, fresh)
     done = []
     for entry in board.entries(info["hash"]):
-        if entry.get("kind") == "oracle":
+        if entry.is_oracle:
             continue
         try:
             submission = submission_of(entry, board)
         except PLDError as exc:
-            say(f"{clean(entry.get('name'), 48)}: no fresh score ({exc})")
+            say(f"{clean(entry.name, 48)}: no fresh score ({exc})")
             continue
-        scored = run_submission(board, submission, fresh_sets, fresh, str(entry.get("kind")), limits, landlock,
-                                require_isolation, stream=bool(entry.get("stream")))
-        say("fresh " + one_line(scored))
+        scored = run_submission(board, submission, fresh_sets, fresh, entry.kind, limits, landlock,
+                                require_isolation, stream=entry.stream)
+        say("fresh " + one_line(entry_of(scored)))
         done.append(scored)
     link_fresh(board, info["hash"], fresh)
     return done
@@ -491,7 +486,7 @@ def fresh_link(board: Board, public: str) -> dict | None:
     return link if isinstance(link, dict) and isinstance(link.get("hash"), str) else None
 
 
-def shown_entries(board: Board, benchmark: str) -> tuple[list[dict], dict]:
+def shown_entries(board: Board, benchmark: str) -> tuple[list[Entry], dict]:
     """(entries, info) as every view shows benchmark ``benchmark``: ranked by its linked fresh
     cases' scores where there are some (``flags.with_fresh``), flagged either way."""
     info = dict(board.load()["benchmarks"].get(benchmark) or {"hash": benchmark})
@@ -502,18 +497,24 @@ def shown_entries(board: Board, benchmark: str) -> tuple[list[dict], dict]:
     return with_fresh(public, board.entries(link["hash"])), {**info, "fresh_link": link}
 
 
-def one_line(entry: dict) -> str:
-    """An entry in one line (cleaned: safe to print to a terminal): its scores, or why it was disqualified."""
-    name = clean(entry.get("name"), 48)
-    if entry.get("status") != "ok":
-        return f"{name}: disqualified -- {clean(entry.get('reason'), 500)}"
-    refused = f"; {entry['refused_count']} operations refused" if entry.get("refused_count") else ""
-    return (f"{name}: est. speedup {entry['score']:.3f}x CPU, {entry['score_gpu']:.3f}x GPU, "
-            f"tau {entry['tau']:.2f}, {entry['drafter_us_per_step']:.0f} µs/step ({entry['eval_s']:.1f} s){refused}")
+def one_line(entry: Entry) -> str:
+    """An entry in one line (cleaned: safe to print to a terminal): its public scores, or why it was
+    disqualified."""
+    name, scores = clean(entry.name, 48), entry.public
+    if not scores.ok:
+        return f"{name}: disqualified -- {clean(scores.reason, 500)}"
+
+    def f(value: float | None, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    refused = f"; {entry.refused_count} operations refused" if entry.refused_count else ""
+    return (f"{name}: est. speedup {f(scores.score, '.3f')}x CPU, {f(scores.score_gpu, '.3f')}x GPU, "
+            f"tau {f(scores.tau, '.2f')}, {f(scores.drafter_us_per_step, '.0f')} µs/step ({f(entry.eval_s, '.1f')} s)"
+            f"{refused}")
 
 
 # -- --verify: the top entries live on the model ------------------------------------------------------------
-def verify_entries(entries: Sequence[dict], target, prompts: Sequence[Sequence[int]], max_new_tokens: int,
+def verify_entries(entries: Sequence[Entry], target, prompts: Sequence[Sequence[int]], max_new_tokens: int,
                    limits, deny: Sequence[str | Path] = (), landlock: bool = True,
                    require_isolation: bool = False, board: Board | None = None,
                    public: bool = True) -> dict[str, dict]:
@@ -534,7 +535,7 @@ def verify_entries(entries: Sequence[dict], target, prompts: Sequence[Sequence[i
     # this model on this machine: its cached or reference profile (never measured here: timings follow)
     setting = target_setting(target, measure=False)
     for entry in entries:
-        name = entry["name"]
+        name = entry.name
         try:
             submission = submission_of(entry, board)
         except PLDError as exc:
@@ -571,20 +572,18 @@ def submission_of(entry: dict, board: Board | None = None) -> Submission:
     loaded: a drafter whose code ships with pld-lab (by its registered name, never a path), an
     installed plug-in's entry point (resolved from its package's metadata, run only in the sandbox),
     or a file in ``board``'s store holding exactly what was scored. A PLDError says why not."""
-    source = entry.get("source") if isinstance(entry.get("source"), dict) else {}
-    params = entry.get("params") if isinstance(entry.get("params"), dict) else {}
-    kind = source.get("kind")
-    if kind == "builtin":  # under the entry's name: a stream entry is `<name>:history=true`
-        submission = Submission.builtin(source.get("name"), params)
-        return dataclasses.replace(submission, name=clean(entry.get("name"), 48) or submission.name)
-    if kind == "entry_point" and isinstance(source.get("name"), str):
-        return Submission.entry_point(source["name"], entry.get("name"), params)
-    if kind == "file":
-        path = stored_file(board, source) if board is not None else None
+    source, params = entry.source, dict(entry.params)
+    if source.kind == "builtin":  # under the entry's name: a stream entry is `<name>:history=true`
+        submission = Submission.builtin(source.name, params)
+        return dataclasses.replace(submission, name=clean(entry.name, 48) or submission.name)
+    if source.kind == "entry_point" and source.name is not None:
+        return Submission.entry_point(source.name, entry.name or None, params)
+    if source.kind == "file":
+        path = stored_file(board, source.sha256) if board is not None else None
         if path is None:
             raise PLDError("the submission file is not in the board's store (or was changed there)")
-        return Submission.file(path, entry.get("name"), params, display=source.get("display"))
-    raise PLDError(f"an entry of source kind {clean(kind, 40)!r} cannot be run again")
+        return Submission.file(path, entry.name or None, params, display=source.display)
+    raise PLDError(f"an entry of source kind {clean(source.kind, 40)!r} cannot be run again")
 
 
 def verify_prompts(sets, count: int) -> list[list[int]]:

@@ -28,19 +28,21 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from decoding.loading import EMBEDDED_NAME
 from experiments.benchmarks.paths import ROOT
-from experiments.competition.board import Board, atomic_write, ranked
+from experiments.competition.board import Board, atomic_write
 from experiments.competition.entries import shown_entries
-from experiments.competition.render import (PEER, best_in_group, cross_fitted, split_peers, track_names,
-                                            track_of, track_ranking)
+from experiments.competition.ranking import (best_in_group, board_scores, ranked, split_peers, track_names,
+                                             track_ranking, track_scores)
+from experiments.competition.records import PEER_KIND, Entry, GroupScores, Scores
+from experiments.competition.render import cross_fitted
 from experiments.competition.text import clean
 from experiments.competition.text import markdown as md
 from experiments.reporting.summary import oracle_gain
 from experiments.reporting.tables import render
-from experiments.running.explain import PARTS
+from experiments.running.explain import PARTS, Loss
 from pldcore.errors import PLDError
 from pldcore.names import unknown_name
 
@@ -70,14 +72,19 @@ def _pct(value) -> str:
     return "-" if v is None else f"{100 * v + 0.0:.0f}%".replace("-0%", "0%")
 
 
-def _name(entry: dict | None) -> str:
-    return md((entry or {}).get("name"), 48) or "-"
+def _name(entry: Entry | None) -> str:
+    return md(entry.name if entry is not None else None, 48) or "-"
 
 
-def _group(entry: dict | None, group: str) -> dict:
-    g = ((entry or {}).get("groups") or {})
-    g = g.get(group) if isinstance(g, dict) else None
-    return g if isinstance(g, dict) else {}
+def _group(scores: Scores | None, group: str) -> GroupScores:
+    """Task group ``group`` of ``scores`` (an entry's public ones, a track's, a cross-fitted run's);
+    no numbers where it has none."""
+    return scores.groups[group] if scores is not None and group in scores.groups else GroupScores()
+
+
+def _board_score(entry: Entry | None) -> float | None:
+    """The score ``entry`` ranks by (fresh where linked): what the '#' column orders."""
+    return board_scores(entry).score if entry is not None else None
 
 
 def _speedup_and_share(speedup, oracle) -> str:
@@ -92,9 +99,9 @@ def _speedup_and_share(speedup, oracle) -> str:
 @dataclass(frozen=True)
 class View:
     """The board's public benchmark as every view shows it: entries ranked by their fresh scores
-    where fresh cases are linked (the public ones then in ``score_public``), and its info."""
+    where fresh cases are linked (their public ones beside them), and its info."""
 
-    entries: list[dict]
+    entries: list[Entry]
     info: dict
     #: the board's other public benchmarks (a second model's), each as its own view
     others: tuple["View", ...] = ()
@@ -104,42 +111,41 @@ class View:
         return isinstance(self.info.get("fresh_link"), dict)
 
     @property
-    def oracle(self) -> dict | None:
-        return ranked(self.entries)[0]
+    def oracle(self) -> Entry | None:
+        return ranked(self.entries).oracle
 
-    def ranking(self, pool: Sequence[dict] | None = None) -> list[dict]:
+    def ranking(self, pool: Sequence[Entry] | None = None) -> list[Entry]:
         """The entries that scored (of ``pool``, default all), best first."""
-        return ranked(self.entries if pool is None else pool)[1]
+        return ranked(self.entries if pool is None else pool).ranked
 
-    def ours(self) -> list[dict]:
+    def ours(self) -> list[Entry]:
         return self.ranking(split_peers(self.entries)[0])
 
-    def peers(self) -> list[dict]:
+    def peers(self) -> list[Entry]:
         return self.ranking(split_peers(self.entries)[1])
 
-    def public(self, entry: dict | None, key: str = "score"):
-        """An entry's score on the public benchmark (``score_public`` once fresh scores rank)."""
-        if entry is None:
-            return None
-        return entry.get(f"{key}_public") if self.fresh else entry.get(key)
+    @staticmethod
+    def public(entry: Entry | None) -> float | None:
+        """An entry's score on the public benchmark (beside its fresh one, where fresh scores rank)."""
+        return entry.public.score if entry is not None else None
 
-    def named(self, name: str) -> dict | None:
-        return next((e for e in self.ranking() if e.get("name") == name), None)
+    def named(self, name: str) -> Entry | None:
+        return next((e for e in self.ranking() if e.name == name), None)
 
     def groups(self) -> list[str]:
-        return sorted({g for e in self.entries for g in (e.get("groups") or {}) if isinstance(g, str)})
+        return sorted({g for e in self.entries for g in e.public.groups})
 
 
-def public_benchmarks(data: dict) -> list[str]:
-    """The public benchmarks of the board (a fresh benchmark is shown through the public one it is
-    linked to), the default (the embedded model's) first, then the newest."""
+def public_benchmarks(data: dict, entries: Sequence[Entry]) -> list[str]:
+    """The public benchmarks of the board (``data``, its ``entries`` typed: a fresh benchmark is
+    shown through the public one it is linked to), the default (the embedded model's) first, then
+    the newest."""
     links = data.get("fresh") if isinstance(data.get("fresh"), dict) else {}
     fresh = {link.get("hash") for link in links.values() if isinstance(link, dict)}
     newest: dict[str, str] = {}
-    for e in data["entries"]:
-        bench = e.get("benchmark")
-        if isinstance(bench, str) and bench not in fresh:
-            newest[bench] = max(newest.get(bench, ""), str(e.get("time") or ""))
+    for e in entries:
+        if e.benchmark is not None and e.benchmark not in fresh:
+            newest[e.benchmark] = max(newest.get(e.benchmark, ""), e.time or "")
     if not newest:
         raise PLDError("the board holds no entries; run `python experiments/leaderboard.py build`")
     infos = {b: info if isinstance(info := data["benchmarks"].get(b), dict) else {} for b in newest}
@@ -152,9 +158,9 @@ def public_benchmarks(data: dict) -> list[str]:
     return sorted(public, key=lambda b: (default(b), newest[b], b), reverse=True)
 
 
-def public_benchmark(data: dict) -> str:
+def public_benchmark(data: dict, entries: Sequence[Entry]) -> str:
     """The benchmark the figures show: :func:`public_benchmarks`' first."""
-    return public_benchmarks(data)[0]
+    return public_benchmarks(data, entries)[0]
 
 
 def load_view(board: Board) -> View:
@@ -162,13 +168,8 @@ def load_view(board: Board) -> View:
     if not board.path.is_file():
         raise PLDError(f"no board file at {clean(board.path)}; run `python experiments/leaderboard.py build`")
     views = []
-    for bench in public_benchmarks(board.load()):
+    for bench in public_benchmarks(board.load(), board.entries()):  # every entry validated here, once
         entries, info = shown_entries(board, bench)
-        try:
-            ranked(entries)  # sorts by score: a score that is not a number fails here, not in a view
-        except TypeError:
-            raise PLDError(f"{clean(board.path)} is not a board file: a score of benchmark {clean(bench, 64)} "
-                           "is not a number") from None
         views.append(View(entries, info))
     return View(views[0].entries, views[0].info, tuple(views[1:]))
 
@@ -193,27 +194,27 @@ def region_board(view: View) -> str:
     the in-sample one."""
     oracle = view.oracle
     entries = view.ranking()
-    cross = any(_num(cross_fitted(e).get("score")) is not None for e in entries)
+    cross = any((c := cross_fitted(e)) is not None and c.score is not None for e in entries)
     scores = ["fresh CPU (ranks)", "public CPU"] if view.fresh else ["CPU"]
     headers = ["#", "entry", "kind", *scores, *(["public CPU, cross-fitted"] if cross else []),
                "of oracle gain" + (" (fresh)" if view.fresh else "")]
 
-    def row(rank: str, e: dict, kind: str) -> list[str]:
-        cells = [rank, _name(e), kind, _x(e.get("score"))]
+    def row(rank: str, e: Entry, kind: str) -> list[str]:
+        cells = [rank, _name(e), kind, _x(_board_score(e))]
         if view.fresh:
-            cells.append(_x(e.get("score_public")))
+            cells.append(_x(e.public.score))
         if cross:
-            cells.append(_x(cross_fitted(e).get("score")))
-        gain = 1.0 if e is oracle else oracle_gain(_num(e.get("score")), _num((oracle or {}).get("score")))
+            cells.append(_x((cross_fitted(e) or Scores()).score))
+        gain = 1.0 if e is oracle else oracle_gain(_board_score(e), _board_score(oracle))
         return cells + [_pct(gain)]
 
     rows = [row("-", oracle, "ceiling")] if oracle else []
-    rows += [row(str(i), e, md(e.get("kind", "?"), 20)) for i, e in enumerate(entries, 1)]
+    rows += [row(str(i), e, md(e.kind, 20)) for i, e in enumerate(entries, 1)]
     return _caption(view) + "\n\n" + render(headers, rows, markdown=True)
 
 
-def _group_table(view: View, columns: Sequence[tuple[str, Callable[[str], dict | None], bool]],
-                 overall: Sequence[dict | None], ratio: str | None = None) -> str:
+def _group_table(view: View, columns: Sequence[tuple[str, Callable[[str], Entry | None], bool]],
+                 overall: Sequence[Entry | None], ratio: str | None = None) -> str:
     """Per task group: the oracle, then each column's entry (chosen per group) with its speedup and
     share of the oracle's gain in that group (and its name, where the column says so), and its
     cross-fitted figures where it has them; the last row is the public score (geometric mean over
@@ -221,7 +222,7 @@ def _group_table(view: View, columns: Sequence[tuple[str, Callable[[str], dict |
     second's."""
     oracle = view.oracle
     groups = view.groups()
-    cross = [any(_num(_group(cross_fitted(pick(g)), g).get("est_speedup")) is not None for g in groups)
+    cross = [any(_group(cross_fitted(pick(g)), g).est_speedup is not None for g in groups)
              for _, pick, _ in columns]
     headers = ["group", "oracle"]
     for (title, _, _), c in zip(columns, cross):
@@ -229,9 +230,9 @@ def _group_table(view: View, columns: Sequence[tuple[str, Callable[[str], dict |
     rows = []
     for g in [*groups, None]:  # None: the public score over all groups
         picked = [pick(g) for _, pick, _ in columns] if g is not None else list(overall)
-        speed = (lambda e: _group(e, g).get("est_speedup")) if g is not None else view.public  # noqa: E731
-        cross_speed = ((lambda e: _group(cross_fitted(e), g).get("est_speedup")) if g is not None  # noqa: E731
-                       else (lambda e: cross_fitted(e).get("score")))
+        speed = (lambda e: _group(e.public, g).est_speedup) if g is not None else view.public  # noqa: E731
+        cross_speed = ((lambda e: _group(cross_fitted(e), g).est_speedup) if g is not None  # noqa: E731
+                       else (lambda e: (cross_fitted(e) or Scores()).score))
         o = speed(oracle) if oracle else None
         cells = [md(g, 60) if g is not None else "all (geo mean)", _x(o)]
         for e, c, (_, _, named) in zip(picked, cross, columns):
@@ -247,7 +248,7 @@ def _group_table(view: View, columns: Sequence[tuple[str, Callable[[str], dict |
     return render(headers + ([ratio] if ratio else []), rows, markdown=True)
 
 
-def _best_public(view: View, pool: Sequence[dict]) -> dict | None:
+def _best_public(view: View, pool: Sequence[Entry]) -> Entry | None:
     scored = [(s, e) for e in pool if (s := _num(view.public(e))) is not None]
     return max(scored, key=lambda t: t[0])[1] if scored else None
 
@@ -281,7 +282,7 @@ def region_oracle_gap(view: View) -> str:
     for e in shown:
         if e is None:
             continue
-        pooled = _pooled_gap(e.get("oracle_gap"))
+        pooled = _pooled_gap(e.oracle_gap)
         if pooled is None:
             rows.append([_name(e), *["-"] * (4 + len(PARTS))])
             continue
@@ -293,22 +294,15 @@ def region_oracle_gap(view: View) -> str:
     return render(headers, rows, markdown=True)
 
 
-def _pooled_gap(gap) -> tuple[float, float, float, dict[str, float]] | None:
-    """(plain, oracle, run seconds, seconds per part) summed over an entry's groups, or None unless
-    every field of every group is a number and the times are positive."""
-    if not isinstance(gap, dict) or not gap:
+def _pooled_gap(gap: Mapping[str, Loss] | None) -> tuple[float, float, float, dict[str, float]] | None:
+    """(plain, oracle, run seconds, seconds per part) summed over an entry's groups, or None where it
+    has no breakdown (the loader keeps only whole ones) or the times are not positive."""
+    if not gap:
         return None
-    plain = oracle = run = 0.0
-    parts = dict.fromkeys(PARTS, 0.0)
-    for loss in gap.values():
-        if not isinstance(loss, dict) or not isinstance(loss.get("parts"), dict):
-            return None
-        values = [_num(loss.get(k)) for k in ("plain", "oracle", "run")] + [_num(loss["parts"].get(p)) for p in PARTS]
-        if any(v is None for v in values):
-            return None
-        plain, oracle, run = plain + values[0], oracle + values[1], run + values[2]
-        for p, v in zip(PARTS, values[3:]):
-            parts[p] += v
+    plain = sum(loss.plain for loss in gap.values())
+    oracle = sum(loss.oracle for loss in gap.values())
+    run = sum(loss.run for loss in gap.values())
+    parts = {p: sum(loss.parts[p] for loss in gap.values()) for p in PARTS}
     return (plain, oracle, run, parts) if plain > 0 and oracle > 0 and run > 0 else None
 
 
@@ -320,7 +314,7 @@ def region_fresh_vs_public(view: View) -> str:
     oracle = view.oracle
     rows = []
     for e in ([oracle] if oracle else []) + view.ranking():
-        public, fresh = _num(e.get("score_public")), _num(e.get("score"))
+        public, fresh = e.public.score, _board_score(e)
         rows.append([_name(e), _x(public), _x(fresh), f"{public / fresh:.3f}" if public and fresh else "-"])
     return render(["entry", "public", f"fresh (seed {md(link.get('seed'), 24)})", "public / fresh"], rows,
                   markdown=True)
@@ -329,10 +323,13 @@ def region_fresh_vs_public(view: View) -> str:
 def region_beyond(view: View) -> str:
     """The baselines' and peers' shares of accepted tokens beyond any run of their context (the
     ``beyond`` flag's measure), largest first: the public benchmark and the fresh cases."""
-    pool = [e for e in view.ranking() if e.get("kind") in ("baseline", PEER)]
-    keys = [("beyond_share", "public")] + ([("beyond_share_fresh", "fresh")] if view.fresh else [])
-    shares = [(max([s for k, _ in keys if (s := _num(e.get(k))) is not None], default=None), e) for e in pool]
-    shares = sorted(((s, e) for s, e in shares if s is not None), key=lambda t: (-t[0], t[1].get("name") or ""))
+    pool = [e for e in view.ranking() if e.kind in ("baseline", PEER_KIND)]
+
+    def share(e: Entry) -> float | None:
+        both = [e.public.beyond_share, e.fresh.beyond_share if view.fresh and e.fresh is not None else None]
+        return max([s for s in both if s is not None], default=None)
+
+    shares = sorted(((s, e) for e in pool if (s := share(e)) is not None), key=lambda t: (-t[0], t[1].name))
     if not shares:
         return "No baseline or peer on the board reports its share of tokens beyond its context."
     top = [f"{_name(e)} {100 * s:.1f}%" for s, e in shares[:3]]
@@ -346,28 +343,28 @@ def region_gpu_tracks(view: View) -> str:
     """Per GPU track (public cases): the oracle, the bound that also knows the top-k, our best entry
     and the best peer, each with its score and share of the track's oracle gain, and per group our
     best's share (the board's ``## GPU tracks`` tables hold every entry)."""
-    oracle = view.oracle or {}
+    oracle = view.oracle
     rows = []
     for track in track_names(view.entries):
-        bound = track_of(oracle, track) or {}
+        bound = (track_scores(oracle, track) if oracle is not None else None) or Scores()
         ranking = track_ranking(view.entries, track)
-        ours = next((e for e in ranking if e.get("kind") != PEER), None)
-        peer = next((e for e in ranking if e.get("kind") == PEER), None)
-        groups = sorted(bound.get("groups") or {})
+        ours = next((e for e in ranking if not e.is_peer), None)
+        peer = next((e for e in ranking if e.is_peer), None)
+        groups = sorted(bound.groups)
 
-        def cell(e: dict | None) -> str:
-            scores = track_of(e, track) if e is not None else None
+        def cell(e: Entry | None) -> str:
+            scores = track_scores(e, track) if e is not None else None
             if scores is None:
                 return "-"
-            return f"{_name(e)} {_speedup_and_share(scores['score'], bound.get('score'))}"
+            return f"{_name(e)} {_speedup_and_share(scores.score, bound.score)}"
 
         worst = None
         if ours is not None and groups:
-            shares = {g: oracle_gain(_num((track_of(ours, track)["groups"].get(g) or {}).get("est_speedup")),
-                                     _num(bound["groups"][g].get("est_speedup"))) for g in groups}
+            shares = {g: oracle_gain(_group(track_scores(ours, track), g).est_speedup, bound.groups[g].est_speedup)
+                      for g in groups}
             known = {g: v for g, v in shares.items() if v is not None}
             worst = min(known.items(), key=lambda kv: kv[1]) if known else None
-        rows.append([md(track, 40), _x(bound.get("score")), _x(bound.get("score_topk")), cell(ours), cell(peer),
+        rows.append([md(track, 40), _x(bound.score), _x(bound.score_topk), cell(ours), cell(peer),
                      f"{md(worst[0], 60)} {_pct(worst[1])}" if worst else "-"])
     if not rows:
         return "The board has no GPU tracks yet: `python experiments/leaderboard.py build` scores them."
@@ -389,21 +386,21 @@ def region_benchmarks(view: View) -> str:
     views = (view, *view.others)
     order: list[str] = []
     for v in views:
-        order += [n for e in v.ranking() if (n := e.get("name")) not in order and isinstance(n, str)]
+        order += [e.name for e in v.ranking() if e.name not in order]
     headers, oracles = ["entry"], []
     for v in views:
         headers += [f"{_model_of(v)}: #", "score", "of oracle gain"]
         oracles.append(v.oracle)
-    rows = [["oracle (ceiling)", *(c for o in oracles for c in ("-", _x((o or {}).get("score")), "100%"))]]
+    rows = [["oracle (ceiling)", *(c for o in oracles for c in ("-", _x(_board_score(o)), "100%"))]]
     for name in order:
         cells = [md(name, 48)]
         for v, o in zip(views, oracles):
             ranking = v.ranking()
-            place = next((i for i, e in enumerate(ranking, 1) if e.get("name") == name), None)
+            place = next((i for i, e in enumerate(ranking, 1) if e.name == name), None)
             e = ranking[place - 1] if place else None
-            kind = " (peer)" if e is not None and e.get("kind") == PEER else ""
-            cells += [f"{place}{kind}" if place else "-", _x((e or {}).get("score")),
-                      _pct(oracle_gain(_num((e or {}).get("score")), _num((o or {}).get("score")))) if e else "-"]
+            kind = " (peer)" if e is not None and e.is_peer else ""
+            cells += [f"{place}{kind}" if place else "-", _x(_board_score(e)),
+                      _pct(oracle_gain(_board_score(e), _board_score(o))) if e else "-"]
         rows.append(cells)
     caption = ("From the board (`leaderboard/board.json`), each shipped benchmark side by side: "
                + "; ".join(f"{_model_of(v)} {md(v.info.get('hash'), 64)}, "

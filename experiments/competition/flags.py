@@ -5,9 +5,9 @@ entry that knows more than lookup can.
     share = beyond_share(cases)                          # accepted tokens no context run holds
 
 **Rank by fresh cases.** Where the board links fresh cases to the public benchmark
-(``entries.link_fresh``), each entry's ``score`` (what :func:`board.ranked` sorts by) becomes its
-fresh score, and the public one moves to ``score_public``; an entry with no fresh score yet (it
-was submitted after the build) is ``pending``: listed, not ranked.
+(``entries.link_fresh``), each entry carries its fresh scores as ``fresh`` beside its public ones
+(:mod:`.ranking` ranks by them); an entry with no fresh score yet (it was submitted after the
+build) is ``pending``: listed, not ranked.
 
 **Flags.**
 
@@ -23,12 +23,13 @@ was submitted after the build) is ``pending``: listed, not ranked.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import json
 from typing import Iterable, Sequence
 
 import numpy as np
 
+from experiments.competition.records import DISQUALIFIED, PENDING, Entry, Scores
 from experiments.running.oracle import ORACLE_CAP, oracle_runs, sequence_of
 
 #: the share of accepted tokens beyond every context run above which an entry is flagged. On the
@@ -81,71 +82,66 @@ def _runs(case, full: np.ndarray, start: int) -> np.ndarray:
     return _RUNS[key]
 
 
-def _ratio(entry: dict) -> float | None:
-    public, fresh = entry.get("score_public"), entry.get("score")
-    return public / fresh if isinstance(public, (int, float)) and isinstance(fresh, (int, float)) and fresh > 0 else None
+def _ratio(entry: Entry) -> float | None:
+    """An entry's public score over its fresh one, where it has both (and the fresh one is positive)."""
+    public, fresh = entry.public.score, entry.fresh.score if entry.fresh is not None else None
+    return public / fresh if public is not None and fresh is not None and fresh > 0 else None
 
 
-def with_fresh(public: Sequence[dict], fresh: Sequence[dict]) -> list[dict]:
-    """The public benchmark's entries as the views show them once fresh cases are linked: copies,
-    each with its fresh scores as ``score``/``score_gpu`` (ranked by), the public ones as
-    ``score_public``/``score_gpu_public``, and ``flags``. An entry scored on the public cases but
-    not on the fresh ones -- or resubmitted since with other code or parameters, so the fresh
-    entry of its name scored something else -- is ``status: pending``; one disqualified on the
-    fresh cases is disqualified, with that reason."""
-    by_name = {e.get("name"): e for e in fresh}
+def with_fresh(public: Sequence[Entry], fresh: Sequence[Entry]) -> list[Entry]:
+    """The public benchmark's entries as the views show them once fresh cases are linked: each with
+    the scores of the fresh entry of its name as ``fresh`` (what ranks: :mod:`.ranking`), its
+    public ones kept as they are, and ``flags``. An entry scored on the public cases but not on
+    the fresh ones -- or resubmitted since with other code or parameters, so the fresh entry of its
+    name scored something else -- is ``pending``; one disqualified on the fresh cases is
+    disqualified, with that reason."""
+    by_name = {e.name: e for e in fresh}
     shown = []
     for entry in public:
-        e = copy.deepcopy(entry)
-        f = by_name.get(entry.get("name"))
+        f = by_name.get(entry.name)
         if f is not None and _scored_as(f) != _scored_as(entry):
             f = None  # resubmitted since the build (other code or parameters): that fresh score is not its own
-        e["score_public"], e["score_gpu_public"] = entry.get("score"), entry.get("score_gpu")
         if f is None:
-            if e.get("status") == "ok":
-                e["status"], e["score"] = "pending", None
-                e["reason"] = "not scored on fresh cases yet (the next build scores it)"
-        elif f.get("status") != "ok":
-            e.update(status="disqualified", score=None, reason=f.get("reason"), fresh_reason=f.get("reason"))
-        else:
-            e["score"], e["score_gpu"], e["tau_fresh"] = f.get("score"), f.get("score_gpu"), f.get("tau")
-            e["beyond_share_fresh"] = f.get("beyond_share")
-            if e.get("kind") == "oracle":
-                e["score_cost_aware"] = f.get("score_cost_aware")
-        shown.append(e)
-    _flag(shown)
-    return shown
+            scores = (Scores(status=PENDING, reason="not scored on fresh cases yet (the next build scores it)")
+                      if entry.public.ok else entry.public)
+        elif not f.public.ok:
+            scores = Scores(status=DISQUALIFIED, reason=f.public.reason)
+        else:  # the fresh numbers, under the public status (a fresh score does not lift a disqualification)
+            scores = dataclasses.replace(f.public, status=entry.public.status, reason=entry.public.reason)
+        shown.append(dataclasses.replace(entry, fresh=scores))
+    return _flag(shown)
 
 
-def _scored_as(entry: dict) -> tuple:
+def _scored_as(entry: Entry) -> tuple:
     """What an entry's score is a score of: its source (a file by its content's hash, else by
     name), its parameters and its code key: a fresh score belongs to a public one only when they agree."""
-    source = entry.get("source") if isinstance(entry.get("source"), dict) else {}
-    return (source.get("kind"), source.get("sha256") or source.get("name"),
-            json.dumps(entry.get("params") or {}, sort_keys=True, default=str), entry.get("code"))
+    source = entry.source
+    return (source.kind, source.sha256 or source.name, json.dumps(entry.params, sort_keys=True, default=str),
+            entry.code)
 
 
-def _flag(entries: list[dict]) -> None:
-    """Set each entry's ``flags`` (see the module's docstring); reads both benchmarks' scores."""
-    reference = [r for e in entries if e.get("kind") in REFERENCE_KINDS and (r := _ratio(e)) is not None]
+def _flag(entries: list[Entry]) -> list[Entry]:
+    """The entries with their ``flags`` (see the module's docstring); reads both benchmarks' scores."""
+    reference = [r for e in entries if e.kind in REFERENCE_KINDS and (r := _ratio(e)) is not None]
     limit = max(reference) * (1 + GAP_MARGIN) if reference else None
+    flagged = []
     for e in entries:
-        if e.get("kind") == "oracle":
+        if e.is_oracle:
+            flagged.append(e)
             continue
         flags = []
-        shares = [s for s in (e.get("beyond_share"), e.get("beyond_share_fresh")) if isinstance(s, (int, float))]
+        shares = [s for s in (e.public.beyond_share, e.fresh.beyond_share if e.fresh else None) if s is not None]
         if shares and max(shares) > BEYOND_FLAG:
             flags.append(f"beyond: {100 * max(shares):.0f}% of accepted tokens beyond any run of its context")
         ratio = _ratio(e)
-        if limit is not None and ratio is not None and ratio > limit and e.get("kind") not in REFERENCE_KINDS:
-            flags.append(f"public-gap: public {e['score_public']:.3f}x vs fresh {e['score']:.3f}x "
+        if limit is not None and ratio is not None and ratio > limit and e.kind not in REFERENCE_KINDS:
+            flags.append(f"public-gap: public {e.public.score:.3f}x vs fresh {e.fresh.score:.3f}x "
                          f"(baselines at most {max(reference):.3f}x that ratio)")
-        e["flags"] = flags
+        flagged.append(dataclasses.replace(e, flags=tuple(flags)))
+    return flagged
 
 
-def flags_alone(entries: Sequence[dict]) -> list[dict]:
+def flags_alone(entries: Sequence[Entry]) -> list[Entry]:
     """Entries of one benchmark with their ``beyond`` flags (no fresh cases linked: ``submit``'s
     quick public score, or a board built with ``--fresh 0``)."""
-    shown = [copy.deepcopy(e) for e in entries]
-    _flag(shown)
-    return shown
+    return _flag(list(entries))

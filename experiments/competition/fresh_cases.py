@@ -21,13 +21,12 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from tqdm import tqdm
-
 import decoding
 from decoding.loading import EMBEDDED_NAME, cache_dir
 from experiments.benchmarks.fresh import FRESH_VERSION, TASKS, fresh_prompts, space_size
 from experiments.benchmarks.traces import TraceSet, load_trace_sets, model_key, shipped_folder, write_benchmark
 from experiments.competition.scoring import benchmark_info
+from experiments.running.progress import progress_bar
 from experiments.running.record import record
 from pldcore.errors import PLDError
 
@@ -68,8 +67,7 @@ def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=p
     if target is None:
         say(f"fresh cases: seed {seed}, {total} cases (generator v{FRESH_VERSION}); recording on {model}")
         target = decoding.load_model(model)
-    with tqdm(total=total, desc="fresh cases", unit="case", leave=False, dynamic_ncols=True,
-              disable=not sys.stderr.isatty()) as bar:
+    with progress_bar(total, "fresh cases", leave=False) as bar:
         for task in TASKS:
             record(target, task, prompts[task], FRESH_NEW_TOKENS, folder, progress=bar)
     sets = [s for s in load_trace_sets(folder) if s.cases]

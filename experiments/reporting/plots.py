@@ -3,6 +3,7 @@
     folder = plot_folder(results, experiment, methods)   # plots-<experiment>-<methods>: one per comparison
     paths = write_plots(rows, folder, oracle=oracle)     # speedup_by_category.png, accepted_lengths.png, tau_vs_context.png
     path = write_loss_plot(losses, out_dir / "oracle_gap.png")   # where drafters lose time to the oracle
+    png = grouped_bars_png([Bars("oracle", [[3.0, 3.0]], reference=True), ...], ["code", "geo-mean"], ["CPU"])
 
 Every plot is optional: a plot whose data is missing (no drafter rows, no per-step records, a
 single method...) is skipped rather than drawn empty, and only the files written are returned.
@@ -17,8 +18,10 @@ run (``method_colors``), whatever else is compared beside it.
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -29,6 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
+from experiments.benchmarks.untrusted import clean  # noqa: E402
 from experiments.reporting.summary import (ALL, by_method_and_group, est_speedup_of, group_order,  # noqa: E402
                                            is_drafter, method_order, speedup_of, summarize)
 from experiments.reporting.tables import POOLED_LABEL, fmt  # noqa: E402
@@ -394,6 +398,59 @@ def write_signal_plot(curves: dict[str, list[tuple[float, float]]], path: str | 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return save_figure(fig, path)
+
+
+@dataclass(frozen=True)
+class Bars:
+    """One series of :func:`grouped_bars_png`: its label and, per panel, one value per x label."""
+
+    label: str
+    values: Sequence[Sequence[float]]  # [panel][x label]
+    reference: bool = False  # a reference (an oracle): grey and hatched, in no series' colour
+
+
+def _label(text) -> str:
+    """A label for matplotlib from text a file may hold: cleaned, and no ``$`` to start its math parser."""
+    return clean(text, 48).replace("$", r"\$")
+
+
+def grouped_bars_png(series: Sequence[Bars], labels: Sequence[str], titles: Sequence[str],
+                     ylabel: str = "estimated speedup", dpi: int = 100) -> bytes | None:
+    """Grouped bars as PNG bytes (for a page to embed): one panel per title, stacked, sharing the x
+    axis (``labels``; the last one set apart, a pooled column); at each label one bar per series
+    (coloured by its place in ``series``, tab10), a dashed line at 1x, a log axis where the bars
+    span more than 8x. Labels may come from a file: they are cleaned here. None when empty."""
+    if not series or not labels:
+        return None
+    cmap = plt.get_cmap("tab10")
+    fig, axes = plt.subplots(len(titles), 1, figsize=(max(8.0, 1.6 * len(labels) + 3), 8.5), sharex=True,
+                             squeeze=False)
+    width = 0.8 / len(series)
+    x = np.arange(len(labels))
+    for p, (ax, title) in enumerate(zip(axes[:, 0], titles)):
+        for i, bars in enumerate(series):
+            style = {"color": "lightgrey", "edgecolor": "black", "hatch": "//"} if bars.reference \
+                else {"color": cmap(i % 10)}
+            ax.bar(x + (i - (len(series) - 1) / 2) * width, list(bars.values[p]), width, label=_label(bars.label),
+                   **style)
+        ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+        heights = [b.get_height() for b in ax.patches if b.get_height() > 0]
+        if heights and max(heights) / min(heights) > 8:  # ratios: 0.5x and 2x sit symmetric on a log axis
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.axvline(len(labels) - 1.5, color="grey", linewidth=0.8)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3)
+    axes[-1, 0].set_xticks(x, [_label(label) for label in labels], rotation=20, ha="right")
+    axes[0, 0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=dpi)
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
 
 
 def save_figure(fig, path: str | Path) -> Path:

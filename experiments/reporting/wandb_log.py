@@ -3,6 +3,8 @@
     mode = resolve_mode(args.wandb)                      # "online" | "offline" | "off"
     group = f"{experiment_label(config)}-{experiment}"   # replay-<benchmark>-<config hash>, or <model>-<config hash>
     log_comparison(rows, mode=mode, group=group, plots=write_plots(rows, out), out_dir=results_dir)
+    log_run(mode=mode, group=group, name="leaderboard", job_type="leaderboard", config={...},
+            tables={"leaderboard": (columns, rows)}, images={"plot": png_bytes})   # one run of anything else
 
 Only when asked: ``--wandb online|offline``, ``WANDB_MODE=offline``, or being logged in to W&B
 (then online); otherwise nothing is logged and nothing is imported.
@@ -31,8 +33,9 @@ import os
 import re
 import secrets
 import sys
+import tempfile
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -294,6 +297,44 @@ def log_comparison(rows: Sequence[CaseResult], *, mode: str | None, project: str
             raise
         except Exception as exc:
             _warn(f"logging stopped after {len(session.dirs)} runs ({_first_line(exc)})")
+    session.report()
+    return session.dirs
+
+
+def log_run(*, mode: str | None, group: str, name: str, job_type: str, config: dict,
+            tables: Mapping[str, tuple[Sequence[str], Sequence[Sequence]]] | None = None,
+            images: Mapping[str, bytes] | None = None, summary: Mapping[str, object] | None = None,
+            project: str = "pld-lab", out_dir: Path | None = None) -> list[str]:
+    """Log one run of its own -- W&B tables (``key: (columns, rows)``), PNG images (``key: bytes``)
+    and summary numbers -- in W&B group ``group``; return the local run folders written. ``mode``
+    and ``out_dir`` as for :func:`log_comparison`; "off" logs nothing. Never raises for W&B
+    trouble: it warns on stderr in one line."""
+    mode = resolve_mode(mode)
+    if mode == "off":
+        return []
+    if mode == "online" and not logged_in():  # wandb would prompt for a key (and block) on a terminal
+        _warn("not logged in (no WANDB_API_KEY, no .netrc entry); logging offline instead")
+        mode = "offline"
+    with _quiet():
+        try:
+            import wandb
+        except ImportError as exc:
+            _warn(f"wandb is not installed ({exc}); nothing logged")
+            return []
+        session = _Session(wandb, mode, project, group, None if out_dir is None else Path(out_dir))
+        try:
+            with tempfile.TemporaryDirectory() as tmp:  # wandb.Image reads a file
+                data = {key: wandb.Table(columns=list(columns), data=[list(row) for row in rows])
+                        for key, (columns, rows) in (tables or {}).items()}
+                for key, png in (images or {}).items():
+                    path = Path(tmp) / f"{_safe(key) or 'image'}.png"
+                    path.write_bytes(png)
+                    data[key] = wandb.Image(str(path))
+                session.log(name=name, job_type=job_type, config=config, data=data, summary=dict(summary or {}))
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # noqa: BLE001 - W&B trouble never breaks what logs
+            _warn(f"logging {name} failed ({_first_line(exc)})")
     session.report()
     return session.dirs
 

@@ -17,6 +17,7 @@ from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, 
 from experiments.competition import cross_fit, render
 from experiments.competition import entries as lb
 from experiments.competition.board import Board
+from experiments.competition.loader import entry_of
 from experiments.competition.sandbox import Evaluation, Submission
 from experiments.competition.scoring import benchmark_info
 from experiments.running.acceptance_fit import collect, fits_of
@@ -139,13 +140,13 @@ def test_the_board_cross_fits_exactly_the_entries_fitted_on_the_benchmark_it_sco
     assert "cross_fitted" not in shipped and "cross_fitted" not in plain
     headers, rows, order = render.main_rows(board.entries(info["hash"]))
     column = headers.index("CPU cross-fitted")
-    cells = {e["name"]: row[column] for e, row in zip(order, rows)}
+    cells = {e.name: row[column] for e, row in zip(order, rows)}
     assert cells["adaptive-fitted"] == f"{fitted['cross_fitted']['score']:.3f}x"
     assert cells["adaptive"] == cells["suffix-automaton"] == "-"
     assert "cross-fitted" in render.markdown(board.entries(info["hash"]), info)
-    details = render.entry_details(fitted, [], info)
+    details = render.entry_details(entry_of(fitted), [], info)
     assert "adaptive-fitted cross-fitted" in details and "in sample" in details
-    assert "cross-fitted (each half" not in render.entry_details(plain, [], info)
+    assert "cross-fitted (each half" not in render.entry_details(entry_of(plain), [], info)
 
 
 def test_a_second_models_adaptive_is_cross_fitted_on_its_own_models_benchmark():

@@ -22,7 +22,8 @@ from experiments import leaderboard as cli
 from experiments.benchmarks.fresh import FRESH_VERSION, fresh_prompts
 from experiments.benchmarks.traces import load_trace_sets, shipped_folder
 from experiments.competition import entries, render
-from experiments.competition.board import Board, ranked
+from experiments.competition.board import Board
+from experiments.competition.ranking import board_scores, ranked
 from experiments.competition.flags import BEYOND_FLAG
 from experiments.competition.sandbox import Submission
 from experiments.competition.scoring import benchmark_info
@@ -63,18 +64,17 @@ def arena(tmp_path_factory):
 
 def test_the_memoriser_wins_the_public_cases_and_loses_the_fresh_ones(arena):
     board, info, _ = arena
-    public = {e["name"]: e for e in board.entries(info["hash"])}
-    assert public["memoriser"]["score"] > public["oracle"]["score"] > public["adaptive"]["score"]
+    public = {e.name: e.public for e in board.entries(info["hash"])}
+    assert public["memoriser"].score > public["oracle"].score > public["adaptive"].score
     shown, _ = entries.shown_entries(board, info["hash"])
-    _, ok, _ = ranked(shown)
-    names = [e["name"] for e in ok]
+    names = [e.name for e in ranked(shown).ranked]
     assert names.index("adaptive") < names.index("memoriser"), names  # ranked by the fresh cases
-    memo = next(e for e in shown if e["name"] == "memoriser")
-    assert memo["score_public"] > memo["score"]
-    assert public["memoriser"]["beyond_share"] > BEYOND_FLAG >= public["adaptive"]["beyond_share"]
-    kinds = {flag.split(":")[0] for flag in memo["flags"]}
-    assert kinds == {"beyond", "public-gap"}, memo["flags"]
-    assert not next(e for e in shown if e["name"] == "adaptive")["flags"]
+    memo = next(e for e in shown if e.name == "memoriser")
+    assert memo.public.score > memo.fresh.score == board_scores(memo).score
+    assert public["memoriser"].beyond_share > BEYOND_FLAG >= public["adaptive"].beyond_share
+    kinds = {flag.split(":")[0] for flag in memo.flags}
+    assert kinds == {"beyond", "public-gap"}, memo.flags
+    assert not next(e for e in shown if e.name == "adaptive").flags
 
 
 def test_every_view_flags_the_memoriser(arena, capsys):
@@ -109,12 +109,13 @@ def test_submit_prints_the_flag_and_says_the_score_is_public(arena, tmp_path, ca
 
 def test_an_entry_submitted_after_the_build_waits_for_fresh_cases(arena):
     board, info, _ = arena
-    late = {**next(e for e in board.entries(info["hash"]) if e["name"] == "adaptive"), "name": "late"}
+    late = {**next(e for e in board.entries(info["hash"]) if e.name == "adaptive").record, "name": "late"}
     board.record(late, None)
     shown, _ = entries.shown_entries(board, info["hash"])
-    entry = next(e for e in shown if e["name"] == "late")
-    assert entry["status"] == "pending" and entry["score"] is None and entry["score_public"] == late["score"]
-    assert "late" not in [e["name"] for e in ranked(shown)[1]]
+    entry = next(e for e in shown if e.name == "late")
+    assert board_scores(entry).status == "pending" and board_scores(entry).score is None
+    assert entry.public.score == late["score"]
+    assert "late" not in [e.name for e in ranked(shown).ranked]
     assert "not scored on fresh cases yet" in render.text_board(shown, info)
     with board.editing() as data:
         data["entries"] = [e for e in data["entries"] if e.get("name") != "late"]

@@ -21,6 +21,7 @@ from experiments.competition import board as board_file
 from experiments.competition import entries as lb
 from experiments.competition import render
 from experiments.competition.board import Board
+from experiments.competition.loader import entry_of
 from experiments.competition.sandbox import Evaluation, Submission
 from experiments.competition.scoring import benchmark_info, board_rows, cost_aware_oracle_speedup, oracle_rows
 from experiments.running.replay import replay_case
@@ -100,8 +101,8 @@ def test_board_entries_of_different_benchmarks_never_mix(tmp_path, traces, capsy
     lb.ensure_oracle(board, a, ia)
     lb.ensure_oracle(board, b, ib)
     board.record({**fake_entry("only-a", 1.3), "benchmark": ia["hash"]}, ia)
-    assert {e["name"] for e in board.entries(ia["hash"])} == {"oracle", "only-a"}
-    assert {e["name"] for e in board.entries(ib["hash"])} == {"oracle"}
+    assert {e.name for e in board.entries(ia["hash"])} == {"oracle", "only-a"}
+    assert {e.name for e in board.entries(ib["hash"])} == {"oracle"}
     assert cli.main(["show", "--board", str(board.folder), "--traces", str(other_folder)]) == 0
     assert "only-a" not in capsys.readouterr().out
     assert cli.main(["show", "--board", str(board.folder), "--benchmark", ia["hash"][:6]]) == 0
@@ -327,7 +328,7 @@ def test_a_scratch_board_ranks_against_the_committed_baselines_and_submit_says_s
     assert f"copied the committed board's 4 baselines and peers" in out
     rank = re.search(r"rank (\d+) of (\d+) by score on the benchmark", out)
     assert rank and rank.group(2) == "3"  # mine and the two baselines: the peers are ranked apart
-    names = {e["name"] for e in Board(scratch).entries(info["hash"])}
+    names = {e.name for e in Board(scratch).entries(info["hash"])}
     assert {"base-hi", "base-lo", "peer:hi", "peer:lo", "mine", "oracle"} == names
     assert cli.main(["show", "--board", str(scratch), "--traces", str(traces)]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if re.match(r"\d+\s+mine\s", line))
@@ -388,7 +389,7 @@ def test_wandb_table_is_logged_in_a_guarded_way(tmp_path, monkeypatch):
         Settings=lambda **k: k, init=lambda **k: logged.update(init=k) or Run(),
         Table=lambda columns, data: ("table", columns, data), Image=lambda path, **k: ("image", path))
     monkeypatch.setitem(sys.modules, "wandb", fake)
-    entries = [fake_entry("a", 1.2), {**fake_entry("oracle", 2.0), "kind": "oracle"}]
+    entries = [entry_of(fake_entry("a", 1.2)), entry_of({**fake_entry("oracle", 2.0), "kind": "oracle"})]
     assert render.log_wandb(entries, {"hash": "h"}, "off", tmp_path) == []
     dirs = render.log_wandb(entries, {"hash": "h"}, "offline", tmp_path, png=b"\x89PNG")
     assert dirs and logged["init"]["mode"] == "offline" and logged["init"]["group"] == "leaderboard-h"
@@ -403,7 +404,7 @@ def test_verify_on_a_tiny_model_is_lossless():
 
     target = tiny_llama(vocab_size=48, seed=3)
     prompts = [[5, 9, 11, 5, 9, 11, 30, 5, 9, 11, 30, 2, 5, 9], [7, 8, 7, 8, 7, 8, 1]]
-    entry = {"name": "suffix-automaton", "source": {"kind": "builtin", "name": "suffix-automaton"}}
+    entry = entry_of({"name": "suffix-automaton", "source": {"kind": "builtin", "name": "suffix-automaton"}})
     result = lb.verify_entries([entry], target, prompts, 24, QUICK)["suffix-automaton"]
     assert result["identical"] is True and result["speedup"] > 0 and result["tau"] >= 1
 
@@ -434,13 +435,13 @@ def test_a_baseline_is_scored_again_only_when_its_code_changed(tmp_path, sets, m
     monkeypatch.setattr(lb, "code_key", lambda *a, **k: "edited")
     again = lb.run_baselines(board, sets, info, QUICK, names=["none"], say=lambda *_: None)
     assert [e["code"] for e in again] == ["edited"]
-    assert [e["name"] for e in board.entries(info["hash"])] == ["plain"]  # replaced, not added
+    assert [e.name for e in board.entries(info["hash"])] == ["plain"]  # replaced, not added
     # a built-in disqualified by a stall of the machine is tried again at the next build
     with board.editing() as data:
         data["entries"][0].update(status="disqualified", reason="slow: extend took 60 ms (limit 50 ms)")
     retried = lb.run_baselines(board, sets, info, QUICK, names=["none"], say=lambda *_: None)
     assert [e["status"] for e in retried] == ["ok"]
-    assert [e["status"] for e in board.entries(info["hash"])] == ["ok"]
+    assert [e.public.status for e in board.entries(info["hash"])] == ["ok"]
 
 
 def test_peers_get_a_section_and_an_entry_shows_where_it_loses_time(tmp_path, sets, traces, capsys):
@@ -456,7 +457,7 @@ def test_peers_get_a_section_and_an_entry_shows_where_it_loses_time(tmp_path, se
                "peer:suffix-decoding:history=true"}
     assert {e["name"] for e in peers} == set(lookup.peers.names()) | history and all(e["kind"] == "peer" for e in peers)
     assert all(e["stream"] == (e["name"] in history) for e in peers)
-    assert all(e["full_isolation"] or "(not full)" in render._notes(e) for e in peers)  # every one sandboxed
+    assert all(e["full_isolation"] or "(not full)" in render._notes(entry_of(e)) for e in peers)  # every one sandboxed
     assert all(e["status"] == "ok" for e in peers), [e["reason"] for e in peers if e["status"] != "ok"]
     shown = render.text_board(board.entries(info["hash"]), info)
     main, _, section = shown.partition("the peers (other systems' lookup functions")

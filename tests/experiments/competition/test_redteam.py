@@ -30,6 +30,7 @@ from experiments.benchmarks.traces import load_trace_sets
 from experiments.competition import entries, isolation, render
 from experiments.competition import sandbox as sandbox_module
 from experiments.competition.board import Board
+from experiments.competition.loader import entry_of
 from experiments.competition.sandbox import CHILD_SCRIPT, Sandbox, Submission, evaluate
 from experiments.competition.scoring import benchmark_info
 from pldcore.errors import PLDError
@@ -145,7 +146,7 @@ def test_reset_counts_in_the_score_and_is_shown(arena):
     assert heavy["tau"] == twin["tau"] and heavy["score"] < twin["score"]
     steps_per_case = heavy["forwards"] / heavy["cases"]
     assert heavy["drafter_us_per_step"] - twin["drafter_us_per_step"] >= 0.8 * 25_000 / steps_per_case
-    assert "reset 2" in render._notes(heavy)  # "reset 25 ms/case" beside its score
+    assert "reset 2" in render._notes(entry_of(heavy))  # "reset 25 ms/case" beside its score
 
 
 # -- 2. time the child cannot forge ----------------------------------------------------------------------------
@@ -271,7 +272,7 @@ def test_forged_messages_disqualify_and_are_recorded(arena, attack):
     assert entry["status"] == "disqualified" and entry["reason"].startswith(FORGERIES[attack] + ": ")
     assert len(entry["reason"]) <= 500 and "<script>" not in entry["reason"]
     assert ev.seconds < 30
-    assert any(e["name"] == entry["name"] for e in arena.board.entries(arena.info["hash"]))
+    assert any(e.name == entry["name"] for e in arena.board.entries(arena.info["hash"]))
 
 
 def test_a_forged_load_error_does_not_keep_an_entry_off_the_board(arena, tmp_path, capsys):
@@ -279,7 +280,7 @@ def test_a_forged_load_error_does_not_keep_an_entry_off_the_board(arena, tmp_pat
     code = cli.main(["submit", str(ATTACKS / "forged_messages.py"), "--name", "forger", "--params",
                      '{"attack": "load"}', "--board", str(board), "--traces", str(arena.traces)])
     assert code == 1 and "forger: disqualified -- load: forged" in capsys.readouterr().out
-    assert [e["name"] for e in Board(board).entries(arena.info["hash"]) if e["kind"] == "submission"] == ["forger"]
+    assert [e.name for e in Board(board).entries(arena.info["hash"]) if e.kind == "submission"] == ["forger"]
 
 
 # -- 5. the views stay inert -----------------------------------------------------------------------------------
@@ -324,9 +325,9 @@ def test_the_views_show_hostile_text_as_inert_text(arena, capsys):
 
 
 def test_every_attack_is_on_the_board(arena):
-    names = {e["name"] for e in arena.board.entries(arena.info["hash"])}
+    names = {e.name for e in arena.board.entries(arena.info["hash"])}
     assert set(arena.runs) <= names
-    assert all(e.get("isolation") for e in arena.board.entries(arena.info["hash"]) if e["kind"] == "submission")
+    assert all(e.isolation for e in arena.board.entries(arena.info["hash"]) if e.kind == "submission")
 
 
 def test_require_isolation_refuses_a_machine_without_it(arena, monkeypatch):
@@ -335,4 +336,4 @@ def test_require_isolation_refuses_a_machine_without_it(arena, monkeypatch):
         evaluate(Submission.builtin("none"), arena.sets, QUICK, require_isolation=True)
     ev = evaluate(Submission.builtin("none"), arena.sets, QUICK)  # without the flag: run, and say so
     assert ev.ok and not ev.full_isolation and "bwrap" not in ev.isolation
-    assert "(not full)" in render._notes(entries.make_entry(ev, "baseline", arena.info["hash"]))
+    assert "(not full)" in render._notes(entry_of(entries.make_entry(ev, "baseline", arena.info["hash"])))

@@ -43,6 +43,7 @@ from experiments import leaderboard as cli
 from experiments.benchmarks.traces import TraceCase, append_case, load_trace_sets
 from experiments.competition import entries, render
 from experiments.competition.board import Board
+from experiments.competition.loader import entry_of
 from experiments.competition.sandbox import Sandbox, Submission, evaluate
 from experiments.competition.scoring import benchmark_info
 from experiments.running.replay import replay_case
@@ -369,7 +370,7 @@ def hostile_entries(tmp_path: Path) -> tuple[list[dict], Path]:
 def test_a_hostile_board_entry_is_never_loaded(tmp_path):
     hostile, marker = hostile_entries(tmp_path)
     board = Board(tmp_path / "board")
-    for entry in hostile:
+    for entry in map(entry_of, hostile):
         with pytest.raises(PLDError):
             entries.submission_of(entry)  # no board: no store to run a file from
         with pytest.raises(PLDError):
@@ -385,7 +386,7 @@ def test_verify_skips_hostile_entries_and_opens_no_sandbox(tmp_path, tiny, monke
         board.record({**entry, "benchmark": info["hash"]}, info)
     opened = []
     monkeypatch.setattr(Sandbox, "start", lambda self: opened.append(self.submission.name))
-    results = entries.verify_entries(hostile, tiny, PROMPTS, 8, QUICK, board=board)
+    results = entries.verify_entries([entry_of(e) for e in hostile], tiny, PROMPTS, 8, QUICK, board=board)
     assert set(results) == {e["name"] for e in hostile}
     assert all(set(r) == {"skipped"} for r in results.values()), results
     # and through build's --verify, which takes the top of board.json
@@ -393,8 +394,9 @@ def test_verify_skips_hostile_entries_and_opens_no_sandbox(tmp_path, tiny, monke
     sets = load_trace_sets(make_trace_folder(tmp_path / "toy", seed=2, tasks=("copy",), cases=1))
     args = argparse.Namespace(verify_top=5, verify_prompts=1, verify_tokens=8, require_isolation=False)
     cli._verify(args, board, sets, info, QUICK, True)
-    recorded = {e["name"]: e.get("verify") for e in board.entries(info["hash"])}
-    assert all(set(v) == {"skipped"} for v in recorded.values()), recorded
+    recorded = {e.name: e.verify for e in board.entries(info["hash"])}
+    assert all(v is not None and v.skipped and v.speedup is None and v.failed is None
+               for v in recorded.values()), recorded
     assert opened == [] and not marker.exists()
 
 
@@ -419,7 +421,7 @@ def test_verify_runs_one_sandbox_at_a_time(tmp_path, tiny, monkeypatch):
 
     monkeypatch.setattr(Sandbox, "__enter__", logged_enter)
     monkeypatch.setattr(Sandbox, "__exit__", logged_exit)
-    results = entries.verify_entries(pair, tiny, PROMPTS, 24, QUICK, board=board)
+    results = entries.verify_entries([entry_of(e) for e in pair], tiny, PROMPTS, 24, QUICK, board=board)
     assert [step[:2] for step in log] == [("open", "burner"), ("close", "burner"),
                                           ("open", "burner-twin"), ("close", "burner-twin")], log
     twin = results["burner-twin"]
@@ -442,6 +444,6 @@ def test_verify_on_a_benchmark_that_is_not_public_keeps_no_word_of_the_entry(tmp
     monkeypatch.setattr(cli.decoding, "load_model", lambda *a, **k: tiny)
     args = argparse.Namespace(verify_top=1, verify_prompts=1, verify_tokens=24, require_isolation=False)
     cli._verify(args, board, sets, info, QUICK, True)
-    verify = board.entries(info["hash"])[0]["verify"]
-    assert "failed" in verify, verify  # not vacuous: it raised in the live run
+    verify = board.entries(info["hash"])[0].verify
+    assert verify.failed, verify  # not vacuous: it raised in the live run
     assert MARK not in board.path.read_text(), verify

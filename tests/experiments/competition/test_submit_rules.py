@@ -9,12 +9,17 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from experiments import leaderboard as cli
 from experiments.benchmarks.paths import ROOT
 from experiments.competition import board as board_file
 from experiments.competition import entries, render
-from experiments.competition.board import Board, attempt_of, better
+from experiments.competition.board import Board, attempt_of
 from experiments.competition.flags import with_fresh
+from experiments.competition.loader import entry_of
+from experiments.competition.ranking import better, board_scores, public_standing, standing
+from pldcore.errors import PLDError
 from experiments.competition.sandbox import Evaluation, Submission
 from experiments.competition.text import portable_refusal
 from decoding.loading import cache_dir
@@ -35,11 +40,23 @@ def entry(name: str, score: float | None, kind: str = "submission", time: str = 
 
 
 # -- keep the best -----------------------------------------------------------------------------------------------
+def typed(name: str, score: float | None, **more):
+    return entry_of(entry(name, score, **more))
+
+
 def test_better_follows_the_ranking_rule():
-    assert better(entry("a", 1.2), entry("a", 1.1)) and better(entry("a", 1.1), entry("a", 1.1))
-    assert not better(entry("a", 1.0), entry("a", 1.1)) and not better(entry("a", None), entry("a", 1.1))
-    assert better(entry("a", None), entry("a", None)) and better(entry("a", 0.5), entry("a", None))
-    assert better(entry("a", 1.0), {**entry("a", 1.1), "score": "lots"})  # a hand-edited board: no score there
+    assert better(typed("a", 1.2), typed("a", 1.1)) and better(typed("a", 1.1), typed("a", 1.1))
+    assert not better(typed("a", 1.0), typed("a", 1.1)) and not better(typed("a", None), typed("a", 1.1))
+    assert better(typed("a", None), typed("a", None)) and better(typed("a", 0.5), typed("a", None))
+    with pytest.raises(PLDError, match="the score of entry 'a' of benchmark b+ is not a number"):
+        entry_of({**entry("a", 1.1), "score": "lots"})  # a hand-edited board: refused where it is read
+
+
+def test_a_resubmission_over_a_hand_edited_score_is_one_line(tmp_path):
+    board = Board(tmp_path)
+    board.record({**entry("mine", 1.3), "score": "lots"})
+    with pytest.raises(PLDError, match="is not a number"):
+        board.record_best(entry("mine", 1.2))
 
 
 def test_a_worse_or_disqualified_resubmission_keeps_the_entry_and_lists_the_attempt(tmp_path):
@@ -50,26 +67,26 @@ def test_a_worse_or_disqualified_resubmission_keeps_the_entry_and_lists_the_atte
         standing, recorded = board.record_best({**attempt, "time": time})
         assert not recorded and standing["score"] == 1.3 and standing["time"] == "t1"
     (held,) = board.entries(BENCH)
-    assert [(a["time"], a["status"], a.get("score")) for a in held["attempts"]] == [
+    assert [(a.time, a.status, a.score) for a in held.attempts] == [
         ("t1", "ok", 1.3), ("t2", "ok", 1.2), ("t3", "disqualified", None)]
-    assert held["attempts"][2]["reason"] == "exception: boom"
+    assert held.attempts[2].reason == "exception: boom"
     # a better one replaces it, and carries the list on
     standing, recorded = board.record_best({**entry("mine", 1.4), "time": "t4", "params": {"k": 2}})
     assert recorded and standing["score"] == 1.4
     (held,) = board.entries(BENCH)
-    assert held["score"] == 1.4 and [a["time"] for a in held["attempts"]] == ["t1", "t2", "t3", "t4"]
-    assert held["attempts"][-1]["params"] == {"k": 2}
+    assert held.public.score == 1.4 and [a.time for a in held.attempts] == ["t1", "t2", "t3", "t4"]
+    assert held.attempts[-1].params == {"k": 2}
 
 
 def test_attempts_are_capped_and_an_old_entry_counts_as_its_own_first(tmp_path):
     board = Board(tmp_path)
     board.record(entry("old", 2.0, time="t0"))  # recorded before attempts were listed
     board.record_best({**entry("old", 1.0), "time": "t1"})
-    assert [a["time"] for a in board.entries(BENCH)[0]["attempts"]] == ["t0", "t1"]
+    assert [a.time for a in board.entries(BENCH)[0].attempts] == ["t0", "t1"]
     for i in range(board_file.MAX_ATTEMPTS + 5):
         board.record_best({**entry("old", 1.0), "time": f"x{i}"})
-    attempts = board.entries(BENCH)[0]["attempts"]
-    assert len(attempts) == board_file.MAX_ATTEMPTS and attempts[-1]["time"] == f"x{board_file.MAX_ATTEMPTS + 4}"
+    attempts = board.entries(BENCH)[0].attempts
+    assert len(attempts) == board_file.MAX_ATTEMPTS and attempts[-1].time == f"x{board_file.MAX_ATTEMPTS + 4}"
     # whatever a board file holds there is no list of attempts to trust
     board.record({**entry("odd", 1.0, time="t0"), "attempts": "nonsense"})
     standing, _ = board.record_best({**entry("odd", 0.5), "time": "t1"})
@@ -77,7 +94,7 @@ def test_attempts_are_capped_and_an_old_entry_counts_as_its_own_first(tmp_path):
 
 
 def test_attempt_of_keeps_when_what_and_which_file():
-    a = attempt_of(entry("mine", None, params={"max_tokens": 3}))
+    a = attempt_of(typed("mine", None, params={"max_tokens": 3}))
     assert a == {"time": "2026-01-01T00:00:00+00:00", "status": "disqualified", "params": {"max_tokens": 3},
                  "reason": "exception: boom", "source": {"kind": "file", "sha256": "m" * 64, "display": "mine.py"}}
 
@@ -99,21 +116,21 @@ def _hash_column(text: str) -> dict[str, int]:
 
 
 def test_standing_is_the_rank_show_lists_with_the_peers_ranked_apart():
-    shown = _board()
+    shown = [entry_of(e) for e in _board()]
     text = render.text_board(shown, {"hash": BENCH})
     listed = _hash_column(text)
     assert listed == {"base-a": 1, "mine": 2, "base-b": 3}
     for name, rank in listed.items():
-        assert render.standing(shown, name) == (rank, 3)
-    assert render.standing(shown, "peer:a") is None and render.standing(shown, "gone") is None
+        assert standing(shown, name) == (rank, 3)
+    assert standing(shown, "peer:a") is None and standing(shown, "gone") is None
 
 
 def test_a_pending_entry_is_not_ranked_and_its_public_standing_is_what_show_lists():
     public = _board()
     fresh = [{**e, "score": e["score"] * 0.9 if e["score"] else None} for e in public if e["name"] != "mine"]
-    shown = with_fresh(public, fresh)
-    assert render.standing(shown, "mine") is None
-    assert render.public_standing(shown, "mine") == (2, 3)
+    shown = with_fresh([entry_of(e) for e in public], [entry_of(e) for e in fresh])
+    assert standing(shown, "mine") is None
+    assert public_standing(shown, "mine") == (2, 3)
     text = render.text_board(shown, {"hash": BENCH})
     assert "  mine: public 1.600x (#2 of 3 by public score)" in text
     assert "mine" not in _hash_column(text)
@@ -121,17 +138,19 @@ def test_a_pending_entry_is_not_ranked_and_its_public_standing_is_what_show_list
 
 def test_a_fresh_score_belongs_to_the_code_and_parameters_it_scored():
     public = [entry("mine", 1.6), entry("base", 1.2, kind="baseline", code="k1")]
-    same = with_fresh(public, [entry("mine", 1.5), entry("base", 1.1, kind="baseline", code="k1")])
-    assert [(e["status"], e["score"]) for e in same] == [("ok", 1.5), ("ok", 1.1)]
+    same = with_fresh([entry_of(e) for e in public], [typed("mine", 1.5), typed("base", 1.1, kind="baseline", code="k1")])
+    assert [(board_scores(e).status, board_scores(e).score) for e in same] == [("ok", 1.5), ("ok", 1.1)]
+    assert [e.public.score for e in same] == [1.6, 1.2]  # the public scores stay beside the fresh ones
     # resubmitted since the build: another file, other parameters, or (ours) other code
     for changed in ({"source": {"kind": "file", "sha256": "z" * 64, "display": "mine.py"}}, {"params": {"k": 1}}):
-        (shown,) = with_fresh([{**public[0], **changed}], [entry("mine", 1.5)])
-        assert shown["status"] == "pending" and shown["score"] is None and shown["score_public"] == 1.6
-    (shown,) = with_fresh([public[1]], [entry("base", 1.1, kind="baseline", code="k0")])
-    assert shown["status"] == "pending"
+        (shown,) = with_fresh([entry_of({**public[0], **changed})], [typed("mine", 1.5)])
+        assert board_scores(shown).status == "pending" and board_scores(shown).score is None
+        assert shown.public.score == 1.6
+    (shown,) = with_fresh([entry_of(public[1])], [typed("base", 1.1, kind="baseline", code="k0")])
+    assert board_scores(shown).status == "pending"
     # the same file under another display name is the same code
     renamed = {**public[0], "source": {**public[0]["source"], "display": "renamed.py"}}
-    assert with_fresh([renamed], [entry("mine", 1.5)])[0]["score"] == 1.5
+    assert board_scores(with_fresh([entry_of(renamed)], [typed("mine", 1.5)])[0]).score == 1.5
 
 
 # -- refusals name no machine's folders -------------------------------------------------------------------------

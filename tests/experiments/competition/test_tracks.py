@@ -18,6 +18,7 @@ from experiments.benchmarks.traces import load_trace_sets
 from experiments.competition import entries as lb
 from experiments.competition import render
 from experiments.competition.board import Board
+from experiments.competition.ranking import track_ranking
 from experiments.competition.sandbox import Submission, evaluate
 from experiments.competition.scoring import GPU_TRACKS, benchmark_info, oracle_track
 from experiments.running.oracle import oracle_runs
@@ -72,23 +73,23 @@ def test_an_entry_is_scored_on_every_track_and_the_board_shows_each(tmp_path, se
     for name in ("recycling", "suffix-automaton"):
         lb.run_submission(board, Submission.builtin(name), sets, info, "baseline", QUICK)
     shown = board.entries(info["hash"])
-    recycling = next(e for e in shown if e["name"] == "recycling")
-    assert set(recycling["tracks"]) == {"flat", "h100-8b"}
-    flat = recycling["tracks"]["flat"]
+    recycling = next(e for e in shown if e.name == "recycling")
+    assert set(recycling.tracks) == {"flat", "h100-8b"}
+    flat = recycling.tracks["flat"]
     # the GPU column is the flat track's own run (planned under it), not the CPU run priced flat
-    assert recycling["score_gpu"] == flat["score"] and flat["status"] == "ok"
-    assert {g: v["est_speedup"] for g, v in flat["groups"].items()} == {
-        g: v["est_speedup_gpu"] for g, v in recycling["groups"].items()}
+    assert recycling.public.score_gpu == flat.score and flat.ok
+    assert {g: v.est_speedup for g, v in flat.groups.items()} == {
+        g: v.est_speedup_gpu for g, v in recycling.public.groups.items()}
     for track in GPU_TRACKS:
         bound = oracle["tracks"][track.name]
         assert bound["score_topk"] >= bound["score"] > 1.0
     md = render.markdown(shown, info)
     assert "## GPU tracks" in md and "### track h100-8b" in md and re.search(r"\| - \| oracle \+ top-k +\| bound", md)
-    ranking = render.track_ranking(shown, "h100-8b")
-    assert [e["name"] for e in ranking] == sorted(
-        ["recycling", "suffix-automaton"], key=lambda n: -next(e for e in shown if e["name"] == n)["tracks"]["h100-8b"]["score"])
+    ranking = track_ranking(shown, "h100-8b")
+    assert [e.name for e in ranking] == sorted(
+        ["recycling", "suffix-automaton"], key=lambda n: -next(e for e in shown if e.name == n).tracks["h100-8b"].score)
     data = render.board_json(shown, info)
-    assert [r["name"] for r in data["tracks"]["flat"]] == [e["name"] for e in render.track_ranking(shown, "flat")]
+    assert [r["name"] for r in data["tracks"]["flat"]] == [e.name for e in track_ranking(shown, "flat")]
     assert cli.main(["show", "--profile", "h100-8b", "--board", str(tmp_path), "--traces", str(traces)]) == 0
     out = capsys.readouterr().out
     assert "track h100-8b" in out and "pick on this track:" in out and "track flat" not in out

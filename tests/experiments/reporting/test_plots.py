@@ -356,3 +356,16 @@ def test_the_oracle_gap_plot_names_the_pooled_panel():
         assert titles[-1] == POOLED_LABEL and "(all)" not in titles
     finally:
         plt.close(fig)
+
+
+def test_grouped_bars_png_draws_each_series_and_cleans_its_labels(monkeypatch):
+    drawn = []
+    bar = plt.Axes.bar
+    monkeypatch.setattr(plt.Axes, "bar", lambda self, *a, **k: drawn.append(k) or bar(self, *a, **k))
+    series = [plots.Bars("oracle", [[3.0, 3.0], [4.0, 4.0]], reference=True),
+              plots.Bars("a$b\x1b[2J\nc", [[1.5, 1.5], [2.0, 2.0]])]
+    png = plots.grouped_bars_png(series, ["copy", "geo-mean"], ["CPU", "GPU"])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [k["label"] for k in drawn] == ["oracle", r"a\$b [2J c"] * 2  # no math parser, no control character
+    assert drawn[0]["hatch"] == "//" and "hatch" not in drawn[1]
+    assert plots.grouped_bars_png([], ["copy"], ["CPU"]) is None and plots.grouped_bars_png(series, [], ["CPU"]) is None

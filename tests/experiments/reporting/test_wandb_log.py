@@ -374,3 +374,30 @@ def test_a_comparisons_group_and_run_folders_name_what_it_ran_on():
     # the run's folder: method, task group, benchmark, and the config hash as far as it fits
     run_id = wandb_log.run_id("adaptive/code-edit", f"{wandb_log.experiment_label(replay)}-d7ae2e914a62")
     assert run_id.startswith("adaptive-code-edit-replay-173c9375-d7ae2e91-") and len(run_id) <= 64
+
+
+# -- one run of anything else (the leaderboard's table) ----------------------------------------------------------
+def test_log_run_writes_one_offline_run_with_its_table_image_and_summary(offline_env, capsys):
+    png = plots.grouped_bars_png([plots.Bars("a", [[1.5, 2.0]])], ["copy", "geo-mean"], ["CPU"])
+    dirs = wandb_log.log_run(mode="offline", group="leaderboard-h", name="leaderboard", job_type="leaderboard",
+                             config={"benchmark": {"hash": "h"}}, tables={"leaderboard": (["entry", "score"], [["a", 1.5]])},
+                             images={"speedup_by_category": png}, summary={"score/a": 1.5}, out_dir=offline_env / "out")
+    (d,) = map(Path, dirs)
+    run = read_run(d)
+    assert run["run"]["name"] == "leaderboard" and run["run"]["group"] == "leaderboard-h"
+    assert run["summary"]["score/a"] == 1.5 and run["summary"]["speedup_by_category/_type"] == "image-file"
+    table = json.loads((d / "files" / run["summary"]["leaderboard/path"]).read_text())
+    assert table["columns"] == ["entry", "score"] and table["data"] == [["a", 1.5]]
+    assert "1 offline runs of group leaderboard-h" in capsys.readouterr().err
+
+
+def test_log_run_off_logs_nothing_and_a_wandb_error_warns(offline_env, monkeypatch, capsys):
+    monkeypatch.setattr(wandb, "init", lambda *a, **k: pytest.fail("wandb.init called"))
+    assert wandb_log.log_run(mode="off", group="g", name="x", job_type="x", config={}) == []
+
+    def broken(*a, **k):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(wandb, "init", broken)
+    assert wandb_log.log_run(mode="offline", group="g", name="x", job_type="x", config={}) == []
+    assert "logging x failed (RuntimeError: disk full)" in capsys.readouterr().err
