@@ -1,12 +1,14 @@
-"""progress.py: the one progress bar draws on a terminal only, so a piped log holds no \\r updates."""
+"""progress.py: the one progress bar draws on a terminal only, so a piped log holds no \\r updates;
+measuring a cost profile draws through it."""
 
 from __future__ import annotations
 
 import io
 
 import pytest
+from toys import tiny_llama
 
-from experiments.running import progress
+from decoding import cost, progress
 
 
 class Stream(io.StringIO):
@@ -32,3 +34,13 @@ def test_a_bar_is_drawn_only_on_a_terminal_and_when_wanted(monkeypatch, tty, ena
 def test_a_stderr_without_isatty_counts_as_no_terminal(monkeypatch):
     monkeypatch.setattr(progress.sys, "stderr", object())
     assert progress.on_terminal() is False
+
+
+@pytest.mark.measures_profile
+@pytest.mark.parametrize("tty", [False, True])
+def test_measuring_a_profile_draws_its_bar_on_a_terminal_only(monkeypatch, tty):
+    stream = Stream(tty)
+    monkeypatch.setattr(progress.sys, "stderr", stream)  # tqdm draws on sys.stderr
+    cost.measure_cost_profile(tiny_llama(), sizes=(1, 2), contexts=(8,), repeats=1, progress=True)
+    assert ("cost profile" in stream.getvalue()) == tty
+    assert ("\r" in stream.getvalue()) == tty
