@@ -1,9 +1,11 @@
 """progress.py: the one progress bar draws on a terminal only, so a piped log holds no \\r updates;
-measuring a cost profile draws through it."""
+measuring a cost profile draws through it, and no other module of ours builds a bar itself."""
 
 from __future__ import annotations
 
+import ast
 import io
+from pathlib import Path
 
 import pytest
 from toys import tiny_llama
@@ -44,3 +46,21 @@ def test_measuring_a_profile_draws_its_bar_on_a_terminal_only(monkeypatch, tty):
     cost.measure_cost_profile(tiny_llama(), sizes=(1, 2), contexts=(8,), repeats=1, progress=True)
     assert ("cost profile" in stream.getvalue()) == tty
     assert ("\r" in stream.getvalue()) == tty
+
+
+#: modules that still build a bar of their own; the competition's two are being moved to progress_bar
+#: (issue 40, item 5): remove them from here when they are
+NOT_YET = {"experiments/competition/entries.py", "experiments/competition/fresh_cases.py"}
+
+
+def test_no_module_of_ours_builds_a_tqdm_bar_itself():
+    root = Path(__file__).resolve().parents[2]
+    found = set()
+    for package in ("lookup", "decoding", "experiments"):
+        for path in (root / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                if any(n.split(".")[0] == "tqdm" for n in names):
+                    found.add(path.relative_to(root).as_posix())
+    assert found - NOT_YET == {"decoding/progress.py"}
