@@ -13,6 +13,7 @@ import numpy as np
 
 from decoding.devices import BUSY_LOAD, describe_machine, load_per_core, synchronize
 from decoding.loading import EMBEDDED_NAME, cache_dir
+from decoding.progress import progress_bar
 from pldcore.cost import CPU_SMOLLM2, CostProfile
 
 if TYPE_CHECKING:  # measuring needs a model; estimating from a profile does not, nor transformers
@@ -62,37 +63,36 @@ def measure_cost_profile(
     shared machine only ever adds time, so the minimum is the steadiest estimate of the
     forward's own cost. Sizes are interleaved across repeats so that a burst of noise does not
     hit one size only. Costs never fall with more tokens or a longer context; noise that says
-    otherwise is smoothed away.
+    otherwise is smoothed away. With ``progress`` a bar counts the rounds (on a terminal only:
+    :func:`decoding.progress.progress_bar`).
     """
     rng = np.random.default_rng(0)
     load = load_per_core()
     contexts = tuple(sorted(set(contexts)))
     steps = [(c, r) for c in contexts for r in range(repeats + 1)]
-    if progress:
-        from tqdm import tqdm
-
-        steps = tqdm(steps, desc="cost profile", unit="round")
     times = {(c, n): [] for c in contexts for n in sizes}
     prefill = {c: [] for c in contexts}
     prefill_rows = {c: [] for c in contexts}
     target.start(rng.integers(10, target.vocab_size, 16).tolist())  # the very first forward pays for allocation
-    for c, r in steps:
-        if r < 2:  # two prefills per context; the first of the two is usually the slower one
-            prompt = rng.integers(10, target.vocab_size, c + 1).tolist()
-            synchronize(target.device)
-            t0 = time.perf_counter()
-            target.start(prompt)  # prefills prompt[:-1]: c tokens
-            synchronize(target.device)
-            prefill[c].append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            target.start(prompt, top_k=ROWS_TOP_K)  # the same, for a drafter that reads every row
-            synchronize(target.device)
-            prefill_rows[c].append(time.perf_counter() - t0)
-        for n in sizes:
-            scores = target.score(rng.integers(10, target.vocab_size, n))
-            target.keep(0)
-            if r:  # round 0 warms up
-                times[c, n].append(scores.seconds)
+    with progress_bar(len(steps), "cost profile", unit="round", enabled=progress) as bar:
+        for c, r in steps:
+            if r < 2:  # two prefills per context; the first of the two is usually the slower one
+                prompt = rng.integers(10, target.vocab_size, c + 1).tolist()
+                synchronize(target.device)
+                t0 = time.perf_counter()
+                target.start(prompt)  # prefills prompt[:-1]: c tokens
+                synchronize(target.device)
+                prefill[c].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                target.start(prompt, top_k=ROWS_TOP_K)  # the same, for a drafter that reads every row
+                synchronize(target.device)
+                prefill_rows[c].append(time.perf_counter() - t0)
+            for n in sizes:
+                scores = target.score(rng.integers(10, target.vocab_size, n))
+                target.keep(0)
+                if r:  # round 0 warms up
+                    times[c, n].append(scores.seconds)
+            bar.update()
     grid = np.array([[min(times[c, n]) for n in sizes] for c in contexts])  # [c, m]
     spread = float(np.median([np.median(t) / min(t) - 1 for t in times.values()]))
     grid = np.maximum.accumulate(np.maximum.accumulate(grid, axis=1), axis=0)

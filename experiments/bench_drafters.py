@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
 
 import torch  # noqa: E402
-from tqdm import tqdm  # noqa: E402
 
 import lookup  # noqa: E402
+from decoding.progress import progress_bar  # noqa: E402
 from experiments.reporting.tables import render  # noqa: E402
 from lookup.specs import parse_list  # noqa: E402
 from experiments.running.drafter_bench import (BUDGET, CHUNK, Row, bench_drafter, bench_reference,  # noqa: E402
@@ -65,16 +65,19 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()  # other work on the machine inflates every timing below
     started = time.perf_counter()
     todo = list(jobs(sizes, methods, with_refs=True))
-    for dataset, size, method in tqdm(todo, desc="bench", unit="run"):
-        tokens = data[dataset]
-        if method in refs:
-            if refs[method] is None:
-                continue
-            row = bench_reference(method, refs[method], tokens, size, seconds, max_steps)
-        else:
-            row = bench_drafter(method, tokens, size, seconds, max_steps)
-        row.dataset = dataset
-        rows.append(row)
+    with progress_bar(len(todo), "bench", unit="run") as bar:
+        for dataset, size, method in todo:
+            tokens = data[dataset]
+            if method not in refs:
+                row = bench_drafter(method, tokens, size, seconds, max_steps)
+            elif refs[method] is None:  # a reference this transformers lacks: no row
+                row = None
+            else:
+                row = bench_reference(method, refs[method], tokens, size, seconds, max_steps)
+            if row is not None:
+                row.dataset = dataset
+                rows.append(row)
+            bar.update()
 
     targets = judge(rows, sizes)
     print()

@@ -57,7 +57,6 @@ import math
 import os
 import platform
 import signal
-import subprocess
 import sys
 import time
 from contextlib import ExitStack, contextmanager
@@ -73,9 +72,11 @@ sys.path.insert(0, str(ROOT))  # runnable as a script from a checkout
 # the competition's sandboxed child, which may not write it, compiles inside its time limit)
 os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(sys.prefix) / "numba-cache"))
 
-# Our modules are imported inside the functions, never here: vLLM's engine processes start by
-# spawn and import this file again, and a process that holds numba (which `lookup` imports) must
-# not start vLLM's CPU worker (see engine_environment).
+# vLLM's engine processes start by spawn and import this file again, and a process that holds numba
+# must not start vLLM's CPU worker (see engine_environment): what imports `lookup` (which imports
+# numba), as nearly all our modules do, is imported inside the functions that need it, never here.
+from experiments.reporting.repeats import Spread, quartiles, verdict  # noqa: E402  (standard library only)
+
 if TYPE_CHECKING:
     from experiments.benchmarks.tasks import Prompt
 
@@ -89,9 +90,10 @@ WHOLE = "@whole"  # suffix of a drafter spec: our proposer without its batch rul
 MODEL_ENV = "PLD_LAB_MODEL_DIR"
 GIB = 2 ** 30
 MEMORY_MARGIN = 3 * GIB  # left free when deciding whether every engine fits at once
-HEADERS = ("method", "batch", "tokens/s", "min-max", "x none", "min-max", "vs none", "steps", "drafted", "accepted",
+#: the table's columns; "(min-max)" over the rounds, "(IQR)" over the requests
+HEADERS = ("method", "batch", "tokens/s (min-max)", "x none (min-max)", "vs none", "steps", "drafted", "accepted",
            "accept %", "req. accept % (IQR)", "mean acc. len", "proposer us/step", "proposer %", "same as none",
-           "load")
+           "load (min-max)")
 
 
 @dataclass(frozen=True)
@@ -133,23 +135,6 @@ class Measurement:
     #: the speculative method's proposer inside the engine (ProposerClock): calls, rows drafted for,
     #: wall and CPU seconds; None without speculation
     proposer: dict | None = None
-
-
-@dataclass(frozen=True)
-class Spread:
-    """The median of some repeated figures and their range."""
-
-    median: float
-    lo: float
-    hi: float
-    n: int
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> "Spread | None":
-        return cls(float(median(values)), float(min(values)), float(max(values)), len(values)) if values else None
-
-    def text(self, spec: str = ".1f") -> str:
-        return f"{self.lo:{spec}}-{self.hi:{spec}}"
 
 
 @dataclass
@@ -318,24 +303,13 @@ def kv_cache_bytes(config: dict, lengths: Sequence[int], batch: int, extra_token
 
 
 def versions() -> dict:
-    import torch
-    import transformers
-    import vllm
+    """What the run depends on: the packages' versions (vLLM and arctic-inference among them, where
+    installed), Python's, and the checkout's commit."""
+    from experiments.running.store import git_sha
+    from experiments.running.store import versions as package_versions
 
-    try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
-                                text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
-    out = {"vllm": vllm.__version__, "torch": torch.__version__, "transformers": transformers.__version__,
-           "python": platform.python_version(), "pld_lab": commit}
-    try:
-        from importlib.metadata import version
-
-        out["arctic_inference"] = version("arctic-inference")
-    except Exception:  # not installed: suffix is not run
-        out["arctic_inference"] = None
-    return out
+    return {**package_versions(("vllm", "arctic-inference")), "python": platform.python_version(),
+            "git_sha": git_sha()}
 
 
 # --------------------------------------------------------------------------- prompts
@@ -633,32 +607,6 @@ def compare(rows: Sequence[Measurement], records: Sequence[dict], outputs: dict[
 # --------------------------------------------------------------------------- statistics
 
 
-def verdict(a: Sequence[float], b: Sequence[float]) -> str | None:
-    """``a`` against ``b`` (tokens/s over rounds): "faster" or "slower" only where their ranges do not
-    overlap, else "within noise"; None with fewer than 2 values on either side (no spread to judge)."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    if min(a) > max(b):
-        return "faster"
-    if max(a) < min(b):
-        return "slower"
-    return "within noise"
-
-
-def quartiles(values: Sequence[float]) -> Spread | None:
-    """The median and the interquartile range (linear interpolation)."""
-    if not values:
-        return None
-    v = sorted(values)
-
-    def q(p: float) -> float:
-        x = p * (len(v) - 1)
-        i = int(x)
-        return v[i] + (v[min(i + 1, len(v) - 1)] - v[i]) * (x - i)
-
-    return Spread(q(0.5), q(0.25), q(0.75), len(v))
-
-
 def summarize(rows: Sequence[Measurement], records: Sequence[dict]) -> list[Summary]:
     """Per method and batch size (in the order first measured): medians and spreads over the rounds."""
     methods = list(dict.fromkeys(r.method for r in rows))
@@ -711,22 +659,17 @@ def versus(rows: Sequence[Measurement], ours: Sequence[str], theirs: Sequence[st
 
 
 def table(summaries: Sequence[Summary], markdown: bool = False) -> str:
-    from experiments.reporting.tables import render
+    """One line per method and batch size: medians with their spread over the rounds, the counters."""
+    from experiments.reporting.tables import render, spread_cell
 
-    def fmt(x: float | None, spec: str) -> str:
-        return "-" if x is None else format(x, spec)
+    def percent(x: float | None) -> float | None:
+        return None if x is None else 100 * x
 
     return render(HEADERS, [
-        (s.method, s.batch, f"{s.tokens_per_s.median:.1f}", s.tokens_per_s.text(),
-         fmt(s.ratio.median if s.ratio else None, ".2f"), s.ratio.text(".2f") if s.ratio else "-",
-         s.vs_none or "-", s.steps, s.draft_tokens, s.accepted_tokens,
-         fmt(None if s.acceptance is None else 100 * s.acceptance, ".0f"),
-         "-" if s.request_acceptance is None else
-         f"{100 * s.request_acceptance.median:.0f} ({100 * s.request_acceptance.lo:.0f}-"
-         f"{100 * s.request_acceptance.hi:.0f})",
-         fmt(s.mean_acceptance_length, ".2f"), fmt(s.proposer_us_per_step, ".0f"),
-         fmt(None if s.proposer_share is None else 100 * s.proposer_share, ".1f"),
-         "-" if s.same_as_none is None else f"{s.same_as_none}/{s.compared}", s.load.text())
+        (s.method, s.batch, spread_cell(s.tokens_per_s), spread_cell(s.ratio), s.vs_none, s.steps, s.draft_tokens,
+         s.accepted_tokens, percent(s.acceptance), spread_cell(s.request_acceptance, scale=100),
+         s.mean_acceptance_length, s.proposer_us_per_step, percent(s.proposer_share),
+         None if s.same_as_none is None else f"{s.same_as_none}/{s.compared}", spread_cell(s.load))
         for s in summaries], markdown=markdown)
 
 

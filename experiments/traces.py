@@ -32,6 +32,7 @@ import lookup  # noqa: E402
 from decoding.cost import (NOISY_SPREAD, REFERENCE_CONTEXT, cost_profile, is_noisy,  # noqa: E402
                            measure_cost_profile, profile_path, reference_profile)
 from decoding.lossless import NUMERIC_MARGIN  # noqa: E402
+from decoding.progress import progress_bar  # noqa: E402
 from experiments.benchmarks import tasks  # noqa: E402
 from experiments.benchmarks.traces import (BENCHMARK_FILE, benchmark_hash, first_prompts, load_trace_sets, read_benchmark, traces_model, traces_setting,  # noqa: E402
                                           recording_folder, shipped_folder, write_benchmark, write_vocab)
@@ -44,7 +45,6 @@ from experiments.running.explain import ALL, explain  # noqa: E402
 from experiments.running import acceptance_fit  # noqa: E402
 from experiments.running.hindsight import parse_mode as parse_hindsight_mode  # noqa: E402
 from experiments.running.record import record  # noqa: E402
-from experiments.running.progress import progress_bar  # noqa: E402
 from experiments.running.replay import ReplayComparison, default_specs, replay_methods  # noqa: E402
 from experiments.running.tracks import profile_arg  # noqa: E402
 from experiments.running.verify import check_traces  # noqa: E402

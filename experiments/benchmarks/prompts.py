@@ -1,8 +1,10 @@
 """The prompt type, the task registry, and the helpers task suites are built with.
 
 A suite is a zero-argument function returning :class:`Prompt` objects, registered by name
-with :func:`register_task` and loaded with :func:`load_task`. The suites themselves live in
-:mod:`experiments.benchmarks.suites`; this module knows none of them.
+with :func:`register_task` and loaded with :func:`load_task`. A suite also owns its fresh
+prompts (:class:`FreshGenerator`, registered with it): prompts drawn from a seed at build time
+that stand in for its shipped ones on the board (:mod:`experiments.benchmarks.fresh`). The
+suites themselves live in :mod:`experiments.benchmarks.suites`; this module knows none of them.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence, TypeVar
@@ -18,10 +21,12 @@ from pldcore.errors import PLDError
 from pldcore.names import unknown_name
 
 __all__ = [
+    "FreshGenerator",
     "Prompt",
     "SUITE_SIZE",
     "TaskBuilder",
     "available_tasks",
+    "fresh_generator",
     "group_of",
     "least_used",
     "load_task",
@@ -87,18 +92,42 @@ def group_of(category: str, case_id: str, turn: int) -> str:
 
 _T = TypeVar("_T")
 TaskBuilder = Callable[[], list[Prompt]]
-_TASKS: dict[str, TaskBuilder] = {}
 
 
-def register_task(name: str) -> Callable[[TaskBuilder], TaskBuilder]:
-    """Decorator: make a zero-argument function returning prompts loadable as ``load_task(name)``."""
+@dataclass(frozen=True)
+class FreshGenerator:
+    """How a suite draws fresh prompts: ones made from a seed at build time, that no file can know.
+
+    ``draw(rng, ident)`` makes one prompt with id ``ident`` and the suite's category, drawing every
+    choice from ``rng`` (seeded per prompt by :func:`experiments.benchmarks.fresh.fresh_prompts`);
+    ``space()`` is a conservative lower bound on ``1 / p_max``, where ``p_max`` is the largest
+    probability with which ``draw`` makes any one prompt text.
+    """
+
+    draw: Callable[[random.Random, str], Prompt]
+    space: Callable[[], int]
+
+
+@dataclass(frozen=True)
+class _Suite:
+    build: TaskBuilder
+    fresh: FreshGenerator | None
+
+
+_TASKS: dict[str, _Suite] = {}
+
+
+def register_task(name: str, fresh: FreshGenerator | None = None) -> Callable[[TaskBuilder], TaskBuilder]:
+    """Decorator: make a zero-argument function returning prompts loadable as ``load_task(name)``,
+    with ``fresh``, how the suite draws fresh prompts for the board. A suite without one has no
+    fresh cases: :func:`fresh_generator` and a board build say so, naming it."""
 
     def deco(builder: TaskBuilder) -> TaskBuilder:
         existing = _TASKS.get(name)
         # Re-registering the same function (a module reload) is fine; a clash is a bug.
-        if existing is not None and existing.__qualname__ != builder.__qualname__:
-            raise ValueError(f"task name {name!r} is already taken by {existing.__qualname__}")
-        _TASKS[name] = builder
+        if existing is not None and existing.build.__qualname__ != builder.__qualname__:
+            raise ValueError(f"task name {name!r} is already taken by {existing.build.__qualname__}")
+        _TASKS[name] = _Suite(builder, fresh)
         return builder
 
     return deco
@@ -114,9 +143,23 @@ def load_task(name: str, limit: int | None = None) -> list[Prompt]:
 
     Unknown names raise :class:`PLDError` with close suggestions.
     """
+    return take(_suite(name).build(), limit)
+
+
+def fresh_generator(name: str) -> FreshGenerator:
+    """How suite ``name`` draws fresh prompts. Unknown names, and a suite registered without a
+    generator, raise :class:`PLDError` naming the suite."""
+    fresh = _suite(name).fresh
+    if fresh is None:
+        raise PLDError(f"task suite {name!r} has no fresh-prompt generator, so the board cannot draw fresh cases "
+                       f"for it: register it with register_task({name!r}, fresh=FreshGenerator(draw, space))")
+    return fresh
+
+
+def _suite(name: str) -> _Suite:
     if name not in _TASKS:
         raise PLDError(unknown_name("task", name, available_tasks()))
-    return take(_TASKS[name](), limit)
+    return _TASKS[name]
 
 
 # --------------------------------------------------------------------------- helpers for suites

@@ -13,7 +13,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-__all__ = ["PARAGRAPH", "Passage", "heading", "pydoc_passages", "python_version"]
+__all__ = ["PARAGRAPH", "SENTENCE_END", "Passage", "heading", "pydoc_passages", "python_version"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class _Unit:
 
 _HEADING_MARKS = frozenset("*=-~^")
 PARAGRAPH = re.compile(r"(?:[^\n]*\S[^\n]*(?:\n|$))+")  # a run of non-blank lines
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“(])")  # the gap between two sentences of prose
 
 
 def heading(paragraph: str) -> str | None:

@@ -22,7 +22,8 @@ Users bring their own data with :func:`load_jsonl_questions` (MT-bench / Spec-Be
 question files) or :func:`load_dataset_file` (any ``.jsonl`` / ``.json`` / ``.parquet``
 records plus a ``str.format`` template). More suites register with :func:`register_task`:
 a new module in ``experiments/benchmarks/suites/`` imported by its ``__init__``, or any
-code of the user's own.
+code of the user's own; a suite registered with a :class:`FreshGenerator` also gets fresh cases
+on the board (:mod:`experiments.benchmarks.fresh`), and every registered suite must have one.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 from experiments.benchmarks import suites  # importing the package registers the embedded suites
 from experiments.benchmarks.prompts import (
     SUITE_SIZE,
+    FreshGenerator,
     Prompt,
     available_tasks,
     group_of,
@@ -40,6 +42,7 @@ from experiments.benchmarks.prompts import (
 from experiments.benchmarks.user_data import load_dataset_file, load_jsonl_questions
 
 __all__ = [
+    "FreshGenerator",
     "Prompt",
     "SUITE_SIZE",
     "available_tasks",

@@ -28,7 +28,7 @@ from experiments.competition.scoring import (CPU_TRACK, GPU_TRACKS, ORACLE_CAP, 
                                              oracle_track, replay_scores, track_scores)
 from experiments.competition.text import clean, clean_block, portable_refusal
 from experiments.running.explain import pool_losses
-from experiments.running.progress import progress_bar
+from decoding.progress import progress_bar
 from experiments.running.store import code_key, git_sha
 from lookup.specs import DrafterSpec
 from pldcore.errors import PLDError

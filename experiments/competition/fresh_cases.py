@@ -26,7 +26,7 @@ from decoding.loading import EMBEDDED_NAME, cache_dir
 from experiments.benchmarks.fresh import FRESH_VERSION, TASKS, fresh_prompts, space_size
 from experiments.benchmarks.traces import TraceSet, load_trace_sets, model_key, shipped_folder, write_benchmark
 from experiments.competition.scoring import benchmark_info
-from experiments.running.progress import progress_bar
+from decoding.progress import progress_bar
 from experiments.running.record import record
 from pldcore.errors import PLDError
 

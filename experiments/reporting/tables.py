@@ -1,6 +1,6 @@
-"""Plain-text and Markdown tables: the one renderer, the per-category tables of a comparison, the
-oracle-gap table of ``traces.py explain`` (and the board's ``show``), and the cost profile as a table.
-Every figure carries the name ``experiments.reporting.summary`` defines it under."""
+"""Plain-text and Markdown tables: the one renderer and its cells, the per-category tables of a
+comparison, the oracle-gap table of ``traces.py explain`` (and the board's ``show``), and the cost
+profile as a table. Every figure carries the name ``experiments.reporting.summary`` defines it under."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 from experiments.benchmarks.untrusted import clean
+from experiments.reporting.repeats import Spread
 from experiments.reporting.summary import ALL, board_score, oracle_gain, oracle_speedups, sample_notes, summarize
 from experiments.running.explain import PARTS, Loss
 from experiments.running.rows import CaseResult
@@ -52,6 +53,14 @@ def fmt(value: Any) -> str:
         # 3 significant digits would print 999.7 as 1e+03: from there on, whole numbers
         return f"{value:.3g}" if abs(value) < 999.5 else f"{value:,.0f}"
     return clean(value, CELL_CHARS)
+
+
+def spread_cell(spread: Spread | None, scale: float = 1.0) -> str:
+    """A figure over repeats (:class:`~experiments.reporting.repeats.Spread`) as one cell, "median (lo-hi)",
+    each number times ``scale`` (100: a percentage) as :func:`fmt` writes it; "-" for None."""
+    if spread is None:
+        return "-"
+    return f"{fmt(scale * spread.median)} ({fmt(scale * spread.lo)}-{fmt(scale * spread.hi)})"
 
 
 def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool = False) -> str:

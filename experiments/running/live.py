@@ -13,13 +13,12 @@ import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
-from tqdm import tqdm
-
 import decoding
 import lookup
 from decoding.cost import NoisyProfileWarning, cost_profile
 from decoding.devices import fit_threads_to_load, resolve_device
 from decoding.lossless import compare_outputs
+from decoding.progress import progress_bar
 from experiments.benchmarks.tasks import Prompt, prompts_digest
 from experiments.running.cases import Case, check_settings, conversation_cases, select_prompts
 from experiments.running.methods import DrafterMethod, Method, Sampling, parse_method
@@ -110,7 +109,7 @@ class Comparison:
         # later turns are made from the reference's earlier answers: cases come as the loop runs
         cases = (case for prompt in self.prompts
                  for case in conversation_cases(self.target, prompt, self._reference_answer))
-        with tqdm(total=todo, desc="compare", unit="run", dynamic_ncols=True) as bar:
+        with progress_bar(todo, "compare", unit="run") as bar:
             for case, drafters in serve(cases, lambda _case: self._drafters(), stream=self.stream):
                 for method in self.methods:
                     bar.set_postfix_str(f"{case.id} {method.spec}"[:40])

@@ -20,12 +20,12 @@ from typing import Sequence
 import decoding
 import lookup
 from decoding.generate import GenerationResult
+from decoding.progress import progress_bar
 from decoding.trace_target import TraceTarget
 from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, first_prompts, in_order,
                                           load_trace_sets, traces_setting)
 from experiments.running.cases import check_prompts
 from experiments.running.methods import REFERENCES, DrafterMethod, parse_method
-from experiments.running.progress import progress_bar
 from experiments.running.rows import CaseResult, case_result
 from experiments.running.serving import serve_traces
 from experiments.running.store import ResultStore, code_key, config_hash, git_sha, reusable

@@ -45,10 +45,12 @@ def git_sha() -> str | None:
     return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-@lru_cache(maxsize=1)
-def versions() -> dict[str, str]:
+@lru_cache(maxsize=None)
+def versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """The installed versions of the packages whose code decides a row (:data:`PACKAGES`), and of the
+    ``extra`` ones a run also depends on (an engine: ``("vllm",)``); one not installed is left out."""
     out = {}
-    for name in PACKAGES:
+    for name in (*PACKAGES, *extra):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -16,8 +16,8 @@ from typing import Sequence
 import decoding
 import lookup
 from decoding.lossless import Mismatch, compare_outputs
+from decoding.progress import progress_bar
 from experiments.benchmarks.traces import TraceSet, spread_cases
-from experiments.running.progress import progress_bar
 from pldcore.errors import PLDError
 
 

@@ -19,12 +19,19 @@ between versions; :func:`~experiments.benchmarks.prompts.prompts_digest` tells w
 runs used the same prompts). Each has
 :data:`~experiments.benchmarks.prompts.SUITE_SIZE` prompts.
 
+Each suite also draws fresh prompts for the board (:mod:`experiments.benchmarks.fresh`): its
+module's ``_fresh(rng, ident)`` makes one prompt from a seeded ``random.Random``, and
+``_fresh_space()`` bounds how likely any one text is; the module's docstring says what a fresh
+prompt draws.
+
 Adding a task: write a new module in this package with a zero-argument function that
-returns a list of :class:`~experiments.benchmarks.prompts.Prompt`, decorate it with
-``@register_task("name")`` (from :mod:`experiments.benchmarks.prompts`), and import the
-module below. Suites import ``prompts`` (and ``pydoc_text`` or ``user_data`` if they need
-them), never ``tasks``, which imports this package. Code outside the repository can call
-``register_task`` the same way without touching this package.
+returns a list of :class:`~experiments.benchmarks.prompts.Prompt` and a fresh-prompt generator,
+decorate the function with ``@register_task("name", fresh=FreshGenerator(draw, space))`` (from
+:mod:`experiments.benchmarks.prompts`), and import the module below. A suite without a generator
+would have no fresh cases: a test fails naming it, and so does a board build. Suites import
+``prompts`` (and ``pydoc_text``, ``drawing`` or ``user_data`` if they need them), never ``tasks``
+or ``fresh``, which import this package. Code outside the repository can call ``register_task``
+the same way without touching this package.
 """
 
 from experiments.benchmarks.suites import code_edit, doc_qa, mt_bench, summarization

@@ -1,4 +1,5 @@
-"""Fresh-case generators: determinism in the seed, the shipped suites' groups, sane prompts, huge spaces."""
+"""Fresh-case generators: one per suite, determinism in the seed, the shipped suites' groups, sane prompts, huge
+spaces."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.benchmarks import fresh
+from experiments.benchmarks import prompts as registry
 from experiments.benchmarks.fresh import FRESH_VERSION, TASKS, fresh_prompts, space_size
+from experiments.benchmarks.prompts import FreshGenerator, fresh_generator
+from experiments.benchmarks.suites import code_edit, mt_bench, summarization
 from experiments.benchmarks.suites.code_edit import HumanEvalFunction, humaneval_records
-from experiments.benchmarks.tasks import Prompt, group_of, load_task, prompts_digest
+from experiments.benchmarks.tasks import Prompt, available_tasks, group_of, load_task, prompts_digest, register_task
 from pldcore.errors import PLDError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -46,6 +49,36 @@ def many() -> dict[str, list[Prompt]]:
         for task, prompts in fresh_prompts(seed, 10).items():
             out[task] += prompts
     return out
+
+
+# --------------------------------------------------------------------------- one generator per suite
+
+
+@pytest.mark.parametrize("task", available_tasks())
+def test_every_registered_suite_has_a_fresh_generator(task):
+    # A suite without one would have no fresh cases on the board: its module must register one.
+    assert isinstance(fresh_generator(task), FreshGenerator), task
+    assert task in TASKS
+
+
+def _toy(rng, ident: str) -> Prompt:
+    return Prompt(ident, "toy", (f"say {rng.randrange(10**9)}",))
+
+
+def test_a_suite_gets_fresh_cases_from_its_own_generator_and_one_without_is_named(monkeypatch):
+    monkeypatch.setattr(registry, "_TASKS", dict(registry._TASKS))
+    register_task("toy", fresh=FreshGenerator(_toy, lambda: 10**9))(lambda: [])
+    drawn = fresh_prompts(4, 2)
+    assert list(drawn) == sorted(drawn) and "toy" in drawn
+    assert [p.id for p in drawn["toy"]] == ["fresh-4/toy/000", "fresh-4/toy/001"]
+    assert drawn["toy"] == fresh_prompts(4, {"toy": 2})["toy"] and space_size("toy") == 10**9
+
+    register_task("plain")(lambda: [])  # no generator: the board cannot stand fresh cases in for it
+    with pytest.raises(PLDError, match="'plain' has no fresh-prompt generator"):
+        fresh_prompts(4, 1)
+    with pytest.raises(PLDError, match="'plain'"):
+        space_size("plain")
+    assert fresh_prompts(4, {"toy": 1}) == {"toy": drawn["toy"][:1]}  # the others still draw
 
 
 # --------------------------------------------------------------------------- determinism
@@ -137,10 +170,10 @@ def test_no_fresh_prompt_is_a_shipped_one(many):
 def test_summarization_redraws_the_suites_instructions(monkeypatch):
     # Force every composition to be a suite instruction for the first draw: the generator draws again.
     calls = iter([("Summarize the following documentation", "", " in one paragraph", "", "", "")])
-    real = fresh._sum_instruction
-    monkeypatch.setattr(fresh, "_sum_instruction", lambda pieces: real(next(calls, pieces)))
+    real = summarization._sum_instruction
+    monkeypatch.setattr(summarization, "_sum_instruction", lambda pieces: real(next(calls, pieces)))
     p = fresh_prompts(3, {"summarization": 1})["summarization"][0]
-    assert p.meta["instruction"] not in set(fresh.SUMMARY_INSTRUCTIONS)
+    assert p.meta["instruction"] not in set(summarization.SUMMARY_INSTRUCTIONS)
 
 
 def test_no_duplicates_within_a_draw(many):
@@ -218,7 +251,7 @@ def test_code_edit_renames_are_consistent(many):
         assert [a.arg for a in fn.args.args] == [renamed.get(a, a) for a in original.params]
         assert len(set(renamed.values())) == len(renamed), "no two names become one"
         # The syntax tree is the original's with the names mapped (strings aside).
-        assert fresh._blank_strings(code) == fresh._renamed_tree(original.code, old, renamed)
+        assert code_edit._blank_strings(code) == code_edit._renamed_tree(original.code, old, renamed)
         assert f"`{new}`" in p.turns[0].split("```python", 1)[0]
 
 
@@ -227,30 +260,28 @@ def test_rename_keeps_attributes_and_reports_keyword_uses():
             'def target(n, items):\n    """>>> target(3, [])"""\n'
             '    # target(n) is called by name\n    items.n = n  # an attribute named like the parameter\n'
             '    return helper(n) + target(n - 1, items.n)\n')
-    out = fresh._rename(code, "target", {"target": "solve_values", "n": "count"})
+    out = code_edit._rename(code, "target", {"target": "solve_values", "n": "count"})
     assert "def helper(n):\n    return n" in out, "a parameter of another function is left alone"
     assert ">>> solve_values(3, [])" in out and "# solve_values(n)" in out
     assert "items.n = count" in out and "solve_values(count - 1, items.n)" in out
-    assert fresh._consistent(code, "target", {"target": "solve_values", "n": "count"})
+    assert code_edit._consistent(code, "target", {"target": "solve_values", "n": "count"})
     keyword_use = "def f(n):\n    return f(n=n - 1) if n else 0\n"
-    assert not fresh._consistent(keyword_use, "f", {"f": "g", "n": "m"}), "a keyword argument is caught"
+    assert not code_edit._consistent(keyword_use, "f", {"f": "g", "n": "m"}), "a keyword argument is caught"
 
 
 def test_no_template_spells_the_suites_instruction():
     # space_size counts the suite's phrasing and the templates as different texts.
-    from experiments.benchmarks.suites.code_edit import EDITS
-
-    functions = [f.fn for f in fresh._functions()]
-    for edit in EDITS:
+    functions = [f.fn for f in code_edit._functions()]
+    for edit in code_edit.EDITS:
         fn = next(f for f in functions if edit.applies(f))
         suite = edit.instruction(fn)
-        for template in fresh._PHRASINGS[edit.name]:
+        for template in code_edit._PHRASINGS[edit.name]:
             pattern = re.sub(r"\\\{\w+\\\}", "(.+)", re.escape(template))
             assert not re.fullmatch(pattern, suite), (edit.name, template)
 
 
 def test_every_humaneval_function_can_be_drawn():
-    functions = fresh._functions()
+    functions = code_edit._functions()
     assert len(functions) == 164
     assert sum(bool(f.params) for f in functions) >= 160, "nearly every parameter renames cleanly"
 
@@ -265,11 +296,11 @@ def test_mt_bench_has_a_question_and_a_follow_up(many):
 
 
 def test_mt_bench_templates_fill_every_slot():
-    domains = fresh._domains()
-    for firsts, follow_ups in fresh._MT_TEMPLATES.values():
+    domains = mt_bench._domains()
+    for firsts, follow_ups in mt_bench._MT_TEMPLATES.values():
         assert len(firsts) >= 3 and len(follow_ups) >= 3
         for template in (*firsts, *follow_ups):
-            assert set(fresh._SLOT.findall(template)) <= set(domains), template
+            assert set(mt_bench._SLOT.findall(template)) <= set(domains), template
 
 
 # --------------------------------------------------------------------------- space sizes

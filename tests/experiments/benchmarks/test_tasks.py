@@ -204,7 +204,7 @@ def test_facade_exports_the_public_names():
     from experiments.benchmarks import user_data
 
     assert sorted(tasks.__all__) == sorted([
-        "Prompt", "SUITE_SIZE", "available_tasks", "group_of", "load_dataset_file",
+        "FreshGenerator", "Prompt", "SUITE_SIZE", "available_tasks", "group_of", "load_dataset_file",
         "load_jsonl_questions", "load_task", "prompts_digest", "register_task"])
     for name in tasks.__all__:
         assert hasattr(tasks, name), name

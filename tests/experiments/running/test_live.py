@@ -1,8 +1,9 @@
-"""A live comparison's start: the machine's load checked before the model loads, the cost profile's notices
-as one warning line each."""
+"""A live comparison: the machine's load checked before the model loads, the cost profile's notices as one
+warning line each, its progress bar on a terminal only."""
 
 from __future__ import annotations
 
+import io
 import sys
 import warnings
 from pathlib import Path
@@ -12,7 +13,9 @@ from toys import tiny_llama
 
 import decoding
 from decoding.cost import NoisyProfileWarning
+from experiments.benchmarks.tasks import Prompt
 from experiments.running import live
+from experiments.running.methods import Sampling, parse_method
 from pldcore.cost import CPU_SMOLLM2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "experiments"))
@@ -47,3 +50,25 @@ def test_the_profiles_notices_are_one_warning_line_each_and_other_warnings_pass(
     with pytest.warns(RuntimeWarning, match="something else"):
         assert live.machine_profile(tiny_llama()) is CPU_SMOLLM2
     assert capsys.readouterr().err == "warning: cost profile not cached: the machine was busy\n"
+
+
+@pytest.mark.parametrize("tty", [False, True])
+def test_a_comparison_draws_its_bar_on_a_terminal_only(tmp_path, monkeypatch, tty):
+    class Stream(io.StringIO):
+        def isatty(self) -> bool:
+            return tty
+
+    target = tiny_llama()
+    # the tiny model has no tokenizer: a turn's ids are a few of its own characters
+    monkeypatch.setattr(target, "chat_ids", lambda messages, system=None: [
+        2 + ord(c) % 60 for m in ([{"content": messages}] if isinstance(messages, str) else messages)
+        for c in m["content"][:8]])
+    prompts = [Prompt(f"toy/{i}", "toy", (f"question {i}", "and again")) for i in range(2)]
+    comparison = live.Comparison(target, [parse_method("none"), parse_method("unfold")], prompts, 4,
+                                 Sampling(0.0, 0, 1.0, None), tmp_path, profile=CPU_SMOLLM2)
+    stream = Stream()
+    monkeypatch.setattr(sys, "stderr", stream)  # tqdm draws on sys.stderr
+    comparison.run()
+    assert len(comparison.rows) == 2 * 2 * 2
+    assert ("compare" in stream.getvalue()) == tty
+    assert ("\r" in stream.getvalue()) == tty

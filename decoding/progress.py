@@ -1,4 +1,4 @@
-"""The one progress bar of the command-line tools: on a terminal only.
+"""The one progress bar of the project: on a terminal only.
 
     with progress_bar(total, "replay") as bar:   # a tqdm bar on stderr, or a silent one
         ...
@@ -8,6 +8,9 @@ A bar redraws itself with ``\\r`` several times a second: on a terminal that is 
 piped or redirected log it is hundreds of lines of noise. So a bar is drawn only when stderr is a
 terminal (and the caller wants one); otherwise it counts silently, and the tool's own lines (its
 tables, warnings and errors) are all the log holds.
+
+It lives in ``decoding`` (measuring a cost profile draws one) so that every layer above uses the
+same rule: no module of ours builds a tqdm bar itself.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import sys
 
 from tqdm import tqdm
+
+__all__ = ["on_terminal", "progress_bar"]
 
 
 def on_terminal() -> bool:
@@ -27,6 +32,7 @@ def on_terminal() -> bool:
 
 def progress_bar(total: int, desc: str, unit: str = "case", enabled: bool = True, **kwargs) -> tqdm:
     """A tqdm bar over ``total`` ``unit``s, drawn on stderr only when it is a terminal and ``enabled``
-    (a disabled bar still takes ``update`` calls). ``kwargs`` go to tqdm (``initial``, ``leave``...)."""
+    (a disabled bar still takes ``update`` and ``set_postfix_str`` calls). ``kwargs`` go to tqdm
+    (``initial``, ``leave``...)."""
     return tqdm(total=total, desc=desc, unit=unit, disable=not (enabled and on_terminal()), dynamic_ncols=True,
                 **kwargs)
