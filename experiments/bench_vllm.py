@@ -63,7 +63,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # runnable as a script from a checkout
@@ -73,12 +73,14 @@ sys.path.insert(0, str(ROOT))  # runnable as a script from a checkout
 os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(sys.prefix) / "numba-cache"))
 
 # vLLM's engine processes start by spawn and import this file again, and a process that holds numba
-# must not start vLLM's CPU worker (see engine_environment): what imports `lookup` (which imports
-# numba), as nearly all our modules do, is imported inside the functions that need it, never here.
+# must not start vLLM's CPU worker (see engine_environment). `import lookup` and the base import no
+# numba (a drafter's module does, when it is built), so what this file needs is imported here; only
+# the reporting tables, whose explain views import drafters, wait inside the function that renders.
+from experiments.benchmarks.tasks import Prompt, load_task  # noqa: E402
 from experiments.reporting.repeats import Spread, quartiles, verdict  # noqa: E402  (standard library only)
-
-if TYPE_CHECKING:
-    from experiments.benchmarks.tasks import Prompt
+from experiments.running.store import git_sha  # noqa: E402
+from experiments.running.store import versions as package_versions  # noqa: E402
+from pldcore.errors import PLDError  # noqa: E402
 
 PROPOSER = "decoding.integrations.vllm.DrafterProposer"  # loaded by vLLM's engine process by this path
 CLOCK = "experiments.bench_vllm.ProposerClock"  # mixed into the engine's worker by this path
@@ -172,8 +174,6 @@ class Summary:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from pldcore.errors import PLDError
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=os.environ.get(MODEL_ENV), help=f"checkpoint folder (default: ${MODEL_ENV})")
     ap.add_argument("--methods", default=DEFAULT_METHODS,
@@ -217,7 +217,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def parse_schedule(text: str) -> list[tuple[int, int, int]]:
     """``"1-1:5,2-4:4,5-1024:2"`` -> ``[(1, 1, 5), (2, 4, 4), (5, 1024, 2)]`` (vLLM's
     ``num_speculative_tokens_per_batch_size``: inclusive batch-size ranges from 1, a draft length each)."""
-    from pldcore.errors import PLDError
 
     out = []
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -235,7 +234,6 @@ def parse_schedule(text: str) -> list[tuple[int, int, int]]:
 
 def check(args: argparse.Namespace) -> None:
     """Refuse, in one line each, what would fail minutes later."""
-    from pldcore.errors import PLDError
 
     if not args.model:
         raise PLDError(f"no model: set {MODEL_ENV} to the converted embedded model (`make bench-vllm` does), "
@@ -305,8 +303,6 @@ def kv_cache_bytes(config: dict, lengths: Sequence[int], batch: int, extra_token
 def versions() -> dict:
     """What the run depends on: the packages' versions (vLLM and arctic-inference among them, where
     installed), Python's, and the checkout's commit."""
-    from experiments.running.store import git_sha
-    from experiments.running.store import versions as package_versions
 
     return {**package_versions(("vllm", "arctic-inference")), "python": platform.python_version(),
             "git_sha": git_sha()}
@@ -319,8 +315,6 @@ def build_prompts(model: str, tasks: list[str], n: int, max_tokens: int) -> list
     """``n`` prompts taken from the suites in turn, chat-templated, each at most ``max_tokens`` long."""
     from transformers import AutoTokenizer
 
-    from experiments.benchmarks.tasks import load_task
-    from pldcore.errors import PLDError
 
     tokenizer = AutoTokenizer.from_pretrained(model)
     suites = [load_task(t) for t in tasks]
@@ -784,8 +778,6 @@ def total_memory() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pldcore.errors import PLDError
-
     try:
         args = parse_args(argv)
         check(args)
