@@ -39,7 +39,8 @@ import numpy as np
 from lookup.base import EMPTY_DRAFT, MAX_TOP, Draft, Drafter
 from lookup.params import require_bool
 from pldcore.setting import Setting
-from lookup.acceptance.learner import BUCKETS, AcceptanceRates, match_bucket
+from lookup.acceptance.learner import AcceptanceRates, match_bucket
+from lookup.acceptance.model import PRIORS
 from lookup.acceptance.planner import best_cut, forward_costs
 from lookup.acceptance.rates import DecayedRate
 from lookup.drafters.recycling_tree import best_first_tree
@@ -51,18 +52,19 @@ from lookup.registry import create, register
 DEFAULT_BRANCHES = 16
 #: the chain's lookup drafter drafts as far as its match goes; the tree decides how much to use
 DEFAULT_BASE_PARAMS = {"max_tokens": 64, "length_rule": None}
-#: priors, worth ``PRIOR_STRENGTH`` observations: P(chain node right | the ones before right), after
-#: a match of any length, and
-#: P(the row's rank-r token is next), falling with the rank (ranks past the table: 0)
-PRIOR_CHAIN = 0.7
+#: deepest chain node with statistics of its own; deeper ones share the last
+MAX_DEPTH = 64
+#: priors, worth ``PRIOR_STRENGTH`` observations: P(chain node right | the ones before right) per
+#: match-length bucket, ``adaptive``'s for a draft from the context (a longer match, likelier nodes;
+#: replayed against a flat 0.7 in the commit that chose them), and P(the row's rank-r token is
+#: next), falling with the rank (ranks past the table: 0)
+PRIOR_CHAIN = PRIORS.depth_prior(PRIORS.first, MAX_DEPTH)  # [B, D]
 PRIOR_RANKS = np.array([0.45, 0.09, 0.045, 0.025, 0.02, 0.016, 0.014, 0.01])
 PRIOR_STRENGTH = 2.0
 #: prior P(a lookup tree's sibling of rank r >= 1 is the next token | its parent was right)
 PRIOR_SIBLING = 0.3
 #: sibling ranks with statistics of their own; later ones share the last
 MAX_SIBLINGS = 16
-#: deepest chain node with statistics of its own; deeper ones share the last
-MAX_DEPTH = 64
 
 
 def _branches(base: str | Drafter | None, base_params: dict | None, branches: int | None) -> int:
@@ -152,7 +154,7 @@ class RecyclingDrafter(Drafter):
         self.profile = setting.profile if require_bool("cost_aware", cost_aware) else None
         self.wants_top = width
         # P(chain node at depth d right | the nodes before it right), per match-length bucket: [B, D]
-        self._chain = AcceptanceRates(np.full((BUCKETS, MAX_DEPTH), PRIOR_CHAIN), PRIOR_STRENGTH, decay)
+        self._chain = AcceptanceRates(PRIOR_CHAIN, PRIOR_STRENGTH, decay)
         # P(a row's rank-r token is the next token); every step with a row is a trial of every rank: [W]
         rank_prior = np.resize(PRIOR_RANKS, width) * (np.arange(width) < len(PRIOR_RANKS))
         self._ranks = DecayedRate(rank_prior, PRIOR_STRENGTH, decay)
