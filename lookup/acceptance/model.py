@@ -136,7 +136,8 @@ class AcceptanceModel:
     # -- which statistics ----------------------------------------------------------------------
     def row(self, source: str, match_length: int | None) -> Row:
         """The statistics a draft from ``source`` (one of SOURCES; another counts as the context) after
-        a match of ``match_length`` tokens (None: unknown; :func:`~lookup.acceptance.learner.match_bucket`) is judged by."""
+        a match of ``match_length`` tokens (None: unknown; :func:`~lookup.acceptance.learner.match_bucket`)
+        is judged by."""
         return Row(SOURCES.index(source) if source in SOURCES else 0, match_bucket(match_length))
 
     # -- estimates -----------------------------------------------------------------------------

@@ -13,9 +13,9 @@ token, and rebuilds a tree from the table wherever lookup has nothing or may be 
   context that token was in);
 * each candidate gets a probability: for the lookup draft's first child of a node, the chain's
   per-depth acceptance after a match of this length (:class:`lookup.acceptance.AcceptanceRates`,
-  bucketed as ``adaptive``'s statistics are); for its other children, the acceptance of that sibling rank; for a row's
-  token, the rank's hit rate; all learnt in this sequence (a candidate that is two of these gets
-  ``1 - (1-a)(1-b)``);
+  bucketed as ``adaptive``'s statistics are); for its other children, the acceptance of that
+  sibling rank; for a row's token, the rank's hit rate; all learnt in this sequence (a candidate
+  that is two of these gets ``1 - (1-a)(1-b)``);
 * the tree takes the most probable nodes, best first (a node's probability is its
   parent's times its own), up to ``max_nodes`` (or the loop's budget).
 

@@ -75,7 +75,8 @@ def test_drafts_are_judged_in_the_one_bucketing_of_match_lengths(parity):
         engine.step()
     learnt = {b for b in range(BUCKETS) if proposer.shared.trials[b].any()}
     assert learnt == {match_bucket(8), match_bucket(1)} and len(learnt) == 2
-    assert proposer.shared.estimate((match_bucket(8),))[0] > rule.prior_first > proposer.shared.estimate((match_bucket(1),))[0]
+    long, short = (proposer.shared.estimate((match_bucket(n),))[0] for n in (8, 1))
+    assert long > rule.prior_first > short
     request = proposer.kept[0]
     assert request.rates.parent is proposer.shared  # a request's rates are smoothed towards every request's
     assert request.path_probs().tolist() == pytest.approx(

@@ -100,7 +100,8 @@ def test_a_learner_over_another_is_smoothed_towards_its_estimate(shared_history,
     # as the vLLM proposer's requests: each learns into its own counts and into the shared learner's
     prior, shared_strength, shared_decay, shared_steps = shared_history
     _, _, _, own_steps = own_history
-    own_steps = [[(kind, (min(g, prior.shape[0] - 1), b), x, y) for kind, (g, b), x, y in step] for step in own_steps]
+    groups = prior.shape[0]  # the own steps' keys, within the shared prior's groups
+    own_steps = [[(kind, (min(g, groups - 1), b), x, y) for kind, (g, b), x, y in step] for step in own_steps]
     shared = AcceptanceRates(prior, shared_strength, shared_decay)
     own = AcceptanceRates(shared, strength, decay)
     assert own.parent is shared
