@@ -35,11 +35,13 @@ left out). The fit starts from ``BatchRule.fixed_tokens`` and ``BatchRule.row_to
 for our 2-core CPU, which also settles what the steps do not tell apart (a step's fixed cost from a
 row's, in a steady batch); ``learn_costs`` 0 keeps the hand fit alone.
 
-``p`` is the product of acceptance rates by depth, for the draft's *match class*: drafts copied
-after a 1-token match are accepted far less often than drafts after an 8-token one
-(:data:`MATCH_CLASSES`, from the drafter's :meth:`~lookup.base.Drafter.match_length`; one class for
-a drafter that reports none). The rates are learnt from every request (decayed) and, per request,
-from its own committed tokens on top of those. Each offered draft is judged against the tokens
+``p`` is the product of acceptance rates by depth, for the draft's match-length bucket: drafts copied
+after a 1-token match are accepted far less often than drafts after an 8-token one (the buckets are
+:func:`lookup.acceptance.match_bucket`'s, the one bucketing ``adaptive`` and ``recycling`` use too,
+from the drafter's :meth:`~lookup.base.Drafter.match_length`; a drafter that reports none has all
+its drafts in one bucket). The rates are learnt with :class:`lookup.acceptance.AcceptanceRates`
+from every request (decayed) and, per request, from its own committed tokens on top of those (a
+request's learner takes every request's as its prior). Each offered draft is judged against the tokens
 committed after it, once they decide it, so the nodes the rule withheld are judged too (greedy
 decoding commits the same tokens whatever was sent) and a row that drafted nothing still learns.
 Configure it with ``additional_config={"pld_lab": {"batch_rule": {...}}}`` (``BatchRule``'s
@@ -69,10 +71,10 @@ import numpy as np
 from decoding.integrations.drafters import asks_for_history, drafter_spec, history_of, share_history
 from decoding.integrations.step_costs import StepCosts, step_profile
 from decoding.vocab import vocab_strings
+from lookup.acceptance import BUCKETS, AcceptanceRates, match_bucket
 from lookup.base import EMPTY_TOKENS, Draft, Drafter, hand_vocab
 from pldcore.errors import PLDError
 from pldcore.setting import GREEDY, Setting, model_key
-from lookup.acceptance.rates import DecayedRate, smoothed_rate
 
 #: the drafter spec when none is configured. Not ``lookup.DEFAULT_DRAFTER`` (``adaptive``), for
 #: measured reasons (the vLLM benchmark and the proposer's timings in docs/integrations.md;
@@ -89,10 +91,6 @@ KEEP_ABSENT_STEPS = 8
 #: refine it as it runs (:class:`~decoding.integrations.step_costs.StepCosts`).
 FIXED_TOKENS = 22.0
 ROW_TOKENS = 5.0
-#: match lengths where a new class of the batch rule's acceptance rates starts: a draft copied after a
-#: longer match is accepted more often, so its nodes are judged apart (classes: no length reported,
-#: 1, 2, 3, 4-5, 6-7, 8 and more tokens)
-MATCH_CLASSES = (1, 2, 3, 4, 6, 8)
 #: weight an observation keeps in the rates every request shares, per later observation of any request
 SHARED_DECAY = 0.995
 
@@ -156,12 +154,17 @@ class BatchRule:
     def _names(cls) -> list[str]:
         return [f.name for f in fields(cls)]
 
-    def new_rates(self, k: int, decay: float | None = None) -> DecayedRate:
-        """Acceptance rates by match class (:func:`match_class`) and depth (0..k-1), at the prior;
-        ``decay`` (default: the rule's) per observation."""
-        prior = np.full((len(MATCH_CLASSES) + 1, k), self.prior_later)  # [classes, k]
+    def shared_rates(self, k: int) -> AcceptanceRates:
+        """The acceptance rates every request learns into, by match-length bucket and depth (0..k-1),
+        at the rule's priors; an observation weighs :data:`SHARED_DECAY` less per later one."""
+        prior = np.full((BUCKETS, k), self.prior_later)  # [B, k]
         prior[:, 0] = self.prior_first
-        return DecayedRate(prior, self.strength, self.decay if decay is None else decay)
+        return AcceptanceRates(prior, self.strength, SHARED_DECAY)
+
+    def request_rates(self, shared: AcceptanceRates) -> AcceptanceRates:
+        """One request's acceptance rates, smoothed towards ``shared`` (:meth:`shared_rates`); an
+        observation weighs ``decay`` less per later one of the request."""
+        return AcceptanceRates(shared, self.strength, self.decay)
 
 
 def batch_cut(path_probs: Sequence[np.ndarray], fixed_tokens: float, row_tokens: float) -> list[int]:
@@ -197,25 +200,19 @@ def confirmed(draft: np.ndarray, new: np.ndarray) -> int:
     return int(np.argmin(np.append(draft[: len(new)] == new[: len(draft)], False)))
 
 
-def match_class(length: int | None) -> int:
-    """The class of a draft copied after a match of ``length`` tokens (0: none reported; see MATCH_CLASSES)."""
-    return int(np.searchsorted(MATCH_CLASSES, length, side="right")) if length else 0
-
-
 @dataclass
 class _Request:
     """One request's drafter, what it has seen, and (with a batch rule) its acceptance rates."""
 
     drafter: Drafter
     tokens: np.ndarray  # [n] int64: every token the drafter has been given
-    #: [classes, k] this request's hits and trials of P(node accepted | nodes before it accepted), by
-    #: match class and depth, smoothed towards ``shared`` (None: no batch rule)
-    rates: DecayedRate | None = None
-    #: [classes, k] the same, learnt from every request (one table, the proposer's)
-    shared: DecayedRate | None = None
+    #: [B, k] this request's P(node accepted | nodes before it accepted), by match-length bucket and
+    #: depth; its prior (``rates.parent``) is the same, learnt from every request, the proposer's one
+    #: table (None: no batch rule)
+    rates: AcceptanceRates | None = None
     offered: np.ndarray = field(default_factory=lambda: EMPTY_TOKENS)  # [d] int64: the last offered draft
-    offered_class: int = 0  # its match class
-    #: offered drafts the committed tokens have not yet decided: (tokens seen when offered, the draft, its class)
+    offered_bucket: int = 0  # its match-length bucket
+    #: offered drafts the committed tokens have not yet decided: (tokens seen when offered, the draft, its bucket)
     pending: list[tuple[int, np.ndarray, int]] = field(default_factory=list)
     absent: int = 0  # steps since a row last matched it
     prompt: int = 0  # tokens of its first row that came before its output
@@ -240,8 +237,8 @@ class _Request:
         """``draft`` ([d] int64) is this step's offered draft; with a rule, it waits to be judged."""
         self.offered = draft
         if self.rates is not None and len(draft):
-            self.offered_class = match_class(self.drafter.match_length())
-            self.pending.append((len(self.tokens), draft, self.offered_class))
+            self.offered_bucket = match_bucket(self.drafter.match_length())
+            self.pending.append((len(self.tokens), draft, self.offered_bucket))
 
     def learn(self) -> None:
         """Judge each pending draft once the committed tokens decide it: nodes up to the first miss
@@ -250,25 +247,22 @@ class _Request:
         if self.rates is None:
             return
         undecided = []
-        for start, draft, cls in self.pending:
+        for start, draft, bucket in self.pending:
             ahead = self.tokens[start: start + len(draft)]
             hits = confirmed(draft, ahead)
             if hits == len(ahead) < len(draft):  # right so far, but the tokens stop short
-                undecided.append((start, draft, cls))
+                undecided.append((start, draft, bucket))
                 continue
-            for rates in (self.rates, self.shared):
+            for rates in (self.rates, self.rates.parent):
                 rates.age()
-                rates.trials[cls, : min(hits + 1, len(draft))] += 1
-                rates.hits[cls, :hits] += 1
+                rates.learn_prefix((bucket,), min(hits + 1, len(draft)), hits)
         self.pending = undecided
 
     def path_probs(self) -> np.ndarray:
         """P(node j of the offered draft and every node before it accepted).  # [d]"""
         if self.rates is None or not len(self.offered):
             return np.zeros(len(self.offered))
-        d, cls = len(self.offered), self.offered_class
-        return np.cumprod(smoothed_rate(self.rates.hits[cls, :d], self.rates.trials[cls, :d],
-                                        self.shared.estimate((cls, slice(0, d))), self.rates.strength))
+        return np.cumprod(self.rates.estimate((self.offered_bucket,))[: len(self.offered)])
 
 
 def first_chain(draft: Draft) -> np.ndarray:
@@ -354,7 +348,7 @@ class DrafterProposer:
         self.by_slot: dict[int, _Request] = {}  # batch row -> its request, at the last step
         self.resets = 0  # new requests recognised (drafters built)
         #: acceptance rates learnt from every request: a new request's starting point
-        self.shared = self.rule.new_rates(self.k, SHARED_DECAY) if self.rule is not None else None
+        self.shared = self.rule.shared_rates(self.k) if self.rule is not None else None
         self.clock = clock
         #: the last call's start and the nodes it sent each request (by id), for the step that verifies them
         self._last_call: tuple[float, dict[int, int]] | None = None
@@ -436,9 +430,9 @@ class DrafterProposer:
         if self.history is not None:
             share_history(drafter, self.history)
         drafter.reset(row.tolist())
-        rates = self.rule.new_rates(self.k) if self.rule is not None else None
+        rates = self.rule.request_rates(self.shared) if self.rule is not None else None
         # its first row is the prompt and the first token sampled: the output starts there
-        self.kept.append(_Request(drafter, row.copy(), rates, self.shared, prompt=max(len(row) - 1, 0)))
+        self.kept.append(_Request(drafter, row.copy(), rates, prompt=max(len(row) - 1, 0)))
         self.resets += 1
         return self.kept[-1]
 

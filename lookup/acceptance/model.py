@@ -10,7 +10,8 @@ Three sources of knowledge, each owned here and by nothing else:
 
 * **statistics**: within a sequence, how often a node at depth ``d`` was accepted after a match of
   about this length from this source (:data:`SOURCES`), as decayed counts (recent steps weigh
-  more) smoothed towards a prior (:class:`Priors`, :class:`lookup.acceptance.rates.DecayedRate`);
+  more) smoothed towards a prior (:class:`Priors`, the learner :class:`lookup.acceptance.learner.AcceptanceRates`
+  and its one bucketing of match lengths);
   and for trees, how often a younger sibling was right when its elder ones were wrong;
 * **the first-node model** (:mod:`lookup.acceptance.first_token`): the statistics' estimate, the
   match length and how the match's occurrences agree with the chain (an :class:`Evidence`);
@@ -35,6 +36,7 @@ import numpy as np
 
 from lookup.acceptance import first_token, later_nodes
 from pldcore.fits import Fits, default_fits
+from lookup.acceptance.learner import BUCKET_EDGES, UNKNOWN_MATCH, AcceptanceRates, match_bucket
 from lookup.acceptance.rates import DecayedRate
 from lookup.base import SOURCES, Draft, Evidence
 
@@ -48,14 +50,14 @@ FITTED = {"first": (*SOURCES, WITH_HISTORY), "later": SOURCES}
 
 @dataclass(frozen=True)
 class Priors:
-    """What the statistics assume before any observation, and how they bucket match lengths.
+    """What the statistics assume before any observation, per match-length bucket
+    (:data:`lookup.acceptance.learner.BUCKET_EDGES`, the one bucketing).
 
     Chosen by hand, not fitted (``docs/acceptance.md`` gives the replays that chose them); a fit
-    file records the priors it was fitted with, and a test fails when they differ from these.
+    file records the priors it was fitted with (and the bucketing), and a test fails when they
+    differ from these.
     """
 
-    #: match-length bucket edges: [0-1], 2, 3, [4-5], [6-9], [10+]
-    bucket_edges: tuple[int, ...] = (2, 3, 4, 6, 10)
     #: P(first node accepted) per bucket, for a draft from the context
     first: tuple[float, ...] = (0.2, 0.35, 0.5, 0.6, 0.7, 0.8)
     #: the same for a draft from a history of earlier requests: a match of a given length in another
@@ -68,8 +70,6 @@ class Priors:
     rank: float = 0.3
     #: sibling ranks with statistics of their own; later ones share the last
     max_rank: int = 8
-    #: match length assumed for a drafter that reports none
-    unknown_match: int = 3
 
     def depth_prior(self, first: Sequence[float], max_tokens: int) -> np.ndarray:
         """Prior P(node at depth d accepted | the ones before accepted) per bucket: ``first`` at depth
@@ -79,7 +79,10 @@ class Priors:
         return np.column_stack([first, np.repeat(later[:, None], max_tokens - 1, axis=1)])
 
     def settings(self) -> dict:
-        return {key: list(value) if isinstance(value, tuple) else value for key, value in asdict(self).items()}
+        """The priors and the bucketing they are per, as a fit file records them (in the order fit
+        files have always recorded them, so that a fit stays byte for byte what the command writes)."""
+        own = {key: list(value) if isinstance(value, tuple) else value for key, value in asdict(self).items()}
+        return {"bucket_edges": list(BUCKET_EDGES), **own, "unknown_match": UNKNOWN_MATCH}
 
 
 PRIORS = Priors()
@@ -124,20 +127,18 @@ class AcceptanceModel:
         self.max_tokens, self.priors = max_tokens, priors
         self.fits = fits if fits is not None or not (first_node or later_nodes) else default_fits()
         self.first_node, self.later_nodes = first_node, later_nodes
-        self._edges = np.asarray(priors.bucket_edges)
         # P(node at depth d accepted | the ones before accepted), per source and match-length bucket: [S, B, L]
         prior = np.stack([priors.depth_prior(first, max_tokens) for first in (priors.first, priors.first_history)])
-        self._depth = DecayedRate(prior, prior_strength, decay)
+        self._depth = AcceptanceRates(prior, prior_strength, decay)
         # P(the rank-r child is right | its elder siblings are wrong), r >= 1 (index 0 unused): [R]
         self._ranks = DecayedRate(np.full(priors.max_rank, priors.rank), prior_strength, decay)
 
     # -- which statistics ----------------------------------------------------------------------
     def row(self, source: str, match_length: int | None) -> Row:
         """The statistics a draft from ``source`` (one of SOURCES; another counts as the context) after
-        a match of ``match_length`` tokens (None: unknown, taken as ``priors.unknown_match``) is judged by."""
-        length = self.priors.unknown_match if match_length is None else match_length
-        return Row(SOURCES.index(source) if source in SOURCES else 0,
-                   int(np.searchsorted(self._edges, length, side="right")))
+        a match of ``match_length`` tokens (None: unknown; :func:`~lookup.acceptance.learner.match_bucket`)
+        is judged by."""
+        return Row(SOURCES.index(source) if source in SOURCES else 0, match_bucket(match_length))
 
     # -- estimates -----------------------------------------------------------------------------
     def rates(self, row: Row) -> np.ndarray:
@@ -150,7 +151,7 @@ class AcceptanceModel:
 
     def counts(self, row: Row) -> tuple[np.ndarray, np.ndarray]:
         """The decayed (trials, hits) per depth at ``row`` behind :meth:`rates` (copies).  # [L], [L]"""
-        return self._depth.trials[row].copy(), self._depth.hits[row].copy()
+        return self._depth.counts(row)
 
     def rank_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """The decayed (trials, hits) per sibling rank behind :meth:`rank_rates` (copies).  # [R], [R]"""
@@ -241,13 +242,9 @@ class AcceptanceModel:
         and ``accepted`` accepted, the step committing ``committed``: nodes 0..accepted were tried and
         0..accepted-1 hit; the node after an all-accepted (or empty) send is checked for free against
         the target's own next token."""
-        trials, hits = self._depth.trials[row], self._depth.hits[row]
-        tried = min(accepted + 1, sent)
-        trials[:tried] += 1
-        hits[:accepted] += 1
+        self._depth.learn_prefix(row, min(accepted + 1, sent), accepted)
         if accepted == sent and sent < len(chain) and len(committed) > sent:
-            trials[sent] += 1
-            hits[sent] += float(committed[sent] == chain[sent])
+            self._depth.learn_node(row, sent, committed[sent] == chain[sent])
 
     def learn_tree(self, row: Row, tree: Draft, committed: Sequence[int]) -> None:
         """Follow ``committed`` down the whole offered tree (sent or not); at each level reached, note
@@ -255,16 +252,14 @@ class AcceptanceModel:
         children: dict[int, list[int]] = {}
         for i, p in enumerate(tree.parents.tolist()):
             children.setdefault(p, []).append(i)
-        trials, hits = self._depth.trials[row], self._depth.hits[row]
         ranks, last = self._ranks, self.priors.max_rank - 1
         node = -1
         for level, token in enumerate(committed):
             kids = children.get(node)
-            if not kids or level >= len(trials):
+            if not kids or level >= self._depth.depths:
                 return
             rank = next((r for r, k in enumerate(kids) if tree.tokens[k] == token), -1)
-            trials[level] += 1
-            hits[level] += float(rank == 0)
+            self._depth.learn_node(row, level, rank == 0)
             tried = len(kids) - 1 if rank < 0 else rank  # younger siblings tested before the hit (or all)
             for r in range(1, tried + 1):
                 ranks.trials[min(r, last)] += 1

@@ -12,9 +12,10 @@ token, and rebuilds a tree from the table wherever lookup has nothing or may be 
   continuations, each of them) and the table's row for the node's token (the most recent
   context that token was in);
 * each candidate gets a probability: for the lookup draft's first child of a node, the chain's
-  per-depth acceptance; for its other children, the acceptance of that sibling rank; for a row's
-  token, the rank's hit rate; all learnt in this sequence (a candidate that is two of these gets
-  ``1 - (1-a)(1-b)``);
+  per-depth acceptance after a match of this length (:class:`lookup.acceptance.AcceptanceRates`,
+  bucketed as ``adaptive``'s statistics are); for its other children, the acceptance of that
+  sibling rank; for a row's token, the rank's hit rate; all learnt in this sequence (a candidate
+  that is two of these gets ``1 - (1-a)(1-b)``);
 * the tree takes the most probable nodes, best first (a node's probability is its
   parent's times its own), up to ``max_nodes`` (or the loop's budget).
 
@@ -38,6 +39,8 @@ import numpy as np
 from lookup.base import EMPTY_DRAFT, MAX_TOP, Draft, Drafter
 from lookup.params import require_bool
 from pldcore.setting import Setting
+from lookup.acceptance.learner import AcceptanceRates, match_bucket
+from lookup.acceptance.model import PRIORS
 from lookup.acceptance.planner import best_cut, forward_costs
 from lookup.acceptance.rates import DecayedRate
 from lookup.drafters.recycling_tree import best_first_tree
@@ -49,17 +52,19 @@ from lookup.registry import create, register
 DEFAULT_BRANCHES = 16
 #: the chain's lookup drafter drafts as far as its match goes; the tree decides how much to use
 DEFAULT_BASE_PARAMS = {"max_tokens": 64, "length_rule": None}
-#: priors, worth ``PRIOR_STRENGTH`` observations: P(chain node right | the ones before right) and
-#: P(the row's rank-r token is next), falling with the rank (ranks past the table: 0)
-PRIOR_CHAIN = 0.7
+#: deepest chain node with statistics of its own; deeper ones share the last
+MAX_DEPTH = 64
+#: priors, worth ``PRIOR_STRENGTH`` observations: P(chain node right | the ones before right) per
+#: match-length bucket, ``adaptive``'s for a draft from the context (a longer match, likelier nodes;
+#: replayed against a flat 0.7 in the commit that chose them), and P(the row's rank-r token is
+#: next), falling with the rank (ranks past the table: 0)
+PRIOR_CHAIN = PRIORS.depth_prior(PRIORS.first, MAX_DEPTH)  # [B, D]
 PRIOR_RANKS = np.array([0.45, 0.09, 0.045, 0.025, 0.02, 0.016, 0.014, 0.01])
 PRIOR_STRENGTH = 2.0
 #: prior P(a lookup tree's sibling of rank r >= 1 is the next token | its parent was right)
 PRIOR_SIBLING = 0.3
 #: sibling ranks with statistics of their own; later ones share the last
 MAX_SIBLINGS = 16
-#: deepest chain node with statistics of its own; deeper ones share the last
-MAX_DEPTH = 64
 
 
 def _branches(base: str | Drafter | None, base_params: dict | None, branches: int | None) -> int:
@@ -148,8 +153,8 @@ class RecyclingDrafter(Drafter):
         self.setting = setting
         self.profile = setting.profile if require_bool("cost_aware", cost_aware) else None
         self.wants_top = width
-        # P(chain node at depth d right | the nodes before it right): [D]
-        self._chain = DecayedRate(np.full(MAX_DEPTH, PRIOR_CHAIN), PRIOR_STRENGTH, decay)
+        # P(chain node at depth d right | the nodes before it right), per match-length bucket: [B, D]
+        self._chain = AcceptanceRates(PRIOR_CHAIN, PRIOR_STRENGTH, decay)
         # P(a row's rank-r token is the next token); every step with a row is a trial of every rank: [W]
         rank_prior = np.resize(PRIOR_RANKS, width) * (np.arange(width) < len(PRIOR_RANKS))
         self._ranks = DecayedRate(rank_prior, PRIOR_STRENGTH, decay)
@@ -170,7 +175,8 @@ class RecyclingDrafter(Drafter):
         self._chain.clear()
         self._ranks.clear()
         self._siblings.clear()
-        self._proposed: tuple[int, Draft] | None = None  # (last token, lookup draft) of the last propose
+        #: (last token, lookup draft, its match-length bucket) of the last propose
+        self._proposed: tuple[int, Draft, int] | None = None
         self._committed: list[int] = []
 
     def extend(self, tokens: Sequence[int]) -> None:
@@ -213,10 +219,11 @@ class RecyclingDrafter(Drafter):
             self._proposed = None
             return EMPTY_DRAFT
         found = self._lookup(limit)
+        bucket = self.bucket()
         # remembered for observe() (the last propose's, whichever call that was); it changes no
         # future proposal by itself
-        self._proposed = (self._last, found)
-        tokens, parents, probs = self.best_first(found, limit)
+        self._proposed = (self._last, found, bucket)
+        tokens, parents, probs = self.best_first(found, limit, bucket)
         if self.profile is None:
             n = len(tokens)
         else:
@@ -229,7 +236,7 @@ class RecyclingDrafter(Drafter):
             self.base.observe(draft, accepted)
         if self._proposed is None:
             return
-        last, found = self._proposed
+        last, found, bucket = self._proposed
         self._proposed = None
         new = self._committed
         self._chain.age()
@@ -243,17 +250,14 @@ class RecyclingDrafter(Drafter):
             below = kids.get(node)
             if not below:
                 break
-            if depth < MAX_DEPTH:  # deeper nodes read the last depth's statistics, without adding to them
-                self._chain.trials[depth] += 1
+            hit = next((r for r, child in enumerate(below) if found.tokens[child] == token), None)
+            # deeper nodes than MAX_DEPTH read the last depth's statistics, without adding to them
+            self._chain.learn_node((bucket,), depth, hit == 0)
             ranks = min(len(below), MAX_SIBLINGS + 1)
             self._siblings.trials[: ranks - 1] += 1
-            hit = next((r for r, child in enumerate(below) if found.tokens[child] == token), None)
             if hit is None:
                 break
-            if hit == 0:
-                if depth < MAX_DEPTH:
-                    self._chain.hits[depth] += 1
-            else:
+            if hit > 0:
                 self._siblings.hits[min(hit, MAX_SIBLINGS) - 1] += 1
             node = below[hit]
         # each committed token checks the row of the token before it (rows as they were at propose)
@@ -266,9 +270,14 @@ class RecyclingDrafter(Drafter):
                     self._ranks.hits[hit[0]] += 1
 
     # -- the tree --------------------------------------------------------------------------
-    def chain_acceptance(self) -> np.ndarray:
-        """Estimated P(chain node d right | nodes before it right), per depth d.  # [D]"""
-        return self._chain.estimate()
+    def bucket(self) -> int:
+        """The match-length bucket of the lookup drafter's match now (:func:`lookup.acceptance.match_bucket`)."""
+        return match_bucket(self.match_length())
+
+    def chain_acceptance(self, bucket: int | None = None) -> np.ndarray:
+        """Estimated P(chain node d right | nodes before it right), per depth d, after a match in
+        ``bucket`` (None: the lookup drafter's match now).  # [D]"""
+        return self._chain.estimate((self.bucket() if bucket is None else bucket,))
 
     def rank_acceptance(self) -> np.ndarray:
         """Estimated P(a row's rank-r token is the next token).  # [W]"""
@@ -278,9 +287,11 @@ class RecyclingDrafter(Drafter):
         """Estimated P(the lookup tree's sibling of rank r is right | its parent right), r = 1.. .  # [S]"""
         return self._siblings.estimate()
 
-    def best_first(self, found: Draft | np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def best_first(self, found: Draft | np.ndarray, limit: int,
+                   bucket: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The ``limit`` most probable nodes, parents first: (tokens [n], parents [n], P(node) [n]),
-        from the lookup draft ``found`` (a Draft, or a chain's [m] ids) and the table's rows.
+        from the lookup draft ``found`` (a Draft, or a chain's [m] ids) copied after a match in
+        ``bucket`` (None: the lookup drafter's match now) and the table's rows.
 
         Every node's probability is at most its parent's, so popping the most probable
         candidate first always yields parents before children, and any prefix is a tree.
@@ -289,7 +300,7 @@ class RecyclingDrafter(Drafter):
             found = Draft(found)
         parents = np.arange(-1, len(found) - 1, dtype=np.int32) if found.parents is None else found.parents
         return best_first_tree(self._last, found.tokens, parents, self._row_table, self._has_row,
-                               self.chain_acceptance(), self.rank_acceptance(), self.sibling_acceptance(), limit)
+                               self.chain_acceptance(bucket), self.rank_acceptance(), self.sibling_acceptance(), limit)
 
     def _lookup(self, limit: int) -> Draft:
         """The lookup drafter's draft (a chain, or a tree of several occurrences' continuations)."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from decoding.integrations.vllm import MATCH_CLASSES, BatchRule, DrafterProposer, match_class
+from decoding.integrations.vllm import BatchRule, DrafterProposer
+from lookup.acceptance import BUCKETS, match_bucket
 from pldcore.errors import PLDError
 
 K = 4
@@ -64,10 +65,22 @@ def parity(tmp_path):
     return str(path)
 
 
-def test_match_classes():
-    assert match_class(None) == 0 and match_class(0) == 0
-    assert [match_class(n) for n in (1, 2, 3, 4, 5, 6, 7, 8, 100)] == [1, 2, 3, 4, 4, 5, 5, 6, 6]
-    assert max(match_class(n) for n in range(200)) == len(MATCH_CLASSES)
+def test_drafts_are_judged_in_the_one_bucketing_of_match_lengths(parity):
+    # the parity drafter reports 8 and 1: its drafts' rates are learnt in those two buckets of
+    # lookup.acceptance's bucketing (adaptive's and recycling's), the others stay at the prior
+    rule = BatchRule(fixed_tokens=6.0, row_tokens=1.0, learn_costs=0)
+    proposer = DrafterProposer(drafter=parity, num_speculative_tokens=K, batch_rule=rule)
+    engine = Engine(proposer, rows=4)
+    for _ in range(6):
+        engine.step()
+    learnt = {b for b in range(BUCKETS) if proposer.shared.trials[b].any()}
+    assert learnt == {match_bucket(8), match_bucket(1)} and len(learnt) == 2
+    long, short = (proposer.shared.estimate((match_bucket(n),))[0] for n in (8, 1))
+    assert long > rule.prior_first > short
+    request = proposer.kept[0]
+    assert request.rates.parent is proposer.shared  # a request's rates are smoothed towards every request's
+    assert request.path_probs().tolist() == pytest.approx(
+        np.cumprod(request.rates.estimate((request.offered_bucket,))[: len(request.offered)]).tolist())
 
 
 def test_drafts_after_short_matches_are_withheld_where_long_ones_are_sent(parity):

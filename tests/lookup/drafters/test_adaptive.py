@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lookup.acceptance import PRIORS, WITH_HISTORY, first_token, first_token_inputs, later_nodes
+from lookup.acceptance import BUCKET_EDGES, PRIORS, UNKNOWN_MATCH, WITH_HISTORY, first_token, first_token_inputs, later_nodes
 from pldcore.setting import reference_setting
 from lookup.base import EMPTY_DRAFT, Agreement, Draft, Drafter, Evidence
 from lookup.drafters.adaptive import AdaptiveDrafter
@@ -96,11 +96,11 @@ def test_a_base_without_a_match_length_counts_as_a_middling_match():
     d = AdaptiveDrafter(setting=reference_setting(), base=FixedDrafter(range(5)))  # reports no match length (the base class default)
     d.reset([1, 2])
     assert d.match_length() is None
-    assert d.candidate(8).row == d.model.row("context", PRIORS.unknown_match)
-    assert d.candidate(8).row.bucket == int(np.searchsorted(PRIORS.bucket_edges, PRIORS.unknown_match, side="right"))
-    reporting = AdaptiveDrafter(setting=reference_setting(), base=Scripted(range(5), match=PRIORS.unknown_match))
+    assert d.candidate(8).row == d.model.row("context", UNKNOWN_MATCH)
+    assert d.candidate(8).row.bucket == int(np.searchsorted(BUCKET_EDGES, UNKNOWN_MATCH, side="right"))
+    reporting = AdaptiveDrafter(setting=reference_setting(), base=Scripted(range(5), match=UNKNOWN_MATCH))
     reporting.reset([1, 2])
-    assert reporting.match_length() == PRIORS.unknown_match
+    assert reporting.match_length() == UNKNOWN_MATCH
     assert reporting.propose(8).tokens.tolist() == d.propose(8).tokens.tolist()
 
 

@@ -16,7 +16,7 @@ import lookup
 from pldcore.setting import reference_setting
 from lookup.base import Draft, Drafter
 from pldcore.cost import CPU_SMOLLM2, CostProfile
-from lookup.drafters.recycling import DEFAULT_BRANCHES, MAX_DEPTH, RecyclingDrafter
+from lookup.drafters.recycling import DEFAULT_BRANCHES, MAX_DEPTH, PRIOR_CHAIN, RecyclingDrafter
 
 
 def brute_force_probs(d: RecyclingDrafter, chain, last: int, limit: int) -> list[float]:
@@ -193,11 +193,13 @@ def test_branches_send_every_occurrences_continuation_and_learn_which_rank_is_ri
     draft = d.propose(16)
     roots = [int(t) for t, p in zip(draft.tokens, draft.parents) if p < 0]
     assert roots[:3] == [1, 2, 3]  # ties: the newest occurrence first
-    before = d.sibling_acceptance()[1]
+    before, bucket = d.sibling_acceptance()[1], d.bucket()
     d.extend([3])
     d.observe(draft, 0)
     assert d.sibling_acceptance()[1] > before  # the third sibling was right
-    assert d.chain_acceptance()[0] < 0.7 and d.params()["branches"] == 4
+    # the first child was wrong: learnt after the match the draft was copied after (2 tokens), not now (3)
+    assert d.chain_acceptance(bucket)[0] < PRIOR_CHAIN[bucket, 0] and d.bucket() != bucket
+    assert d.chain_acceptance()[0] == PRIOR_CHAIN[d.bucket(), 0] and d.params()["branches"] == 4
 
 
 def test_branches_default_to_a_tree_for_the_suffix_automaton_and_to_the_base_s_draft_otherwise():
@@ -217,3 +219,33 @@ def test_branches_default_to_a_tree_for_the_suffix_automaton_and_to_the_base_s_d
         RecyclingDrafter(setting=reference_setting(), branches=0)
     with pytest.raises(ValueError):
         RecyclingDrafter(setting=reference_setting(), base=FixedDrafter([1]), branches=2)
+
+
+class MatchedDrafter(FixedDrafter):
+    """The same chain every step, reported as copied after a match of ``match`` tokens."""
+
+    def __init__(self, tokens, match: int) -> None:
+        super().__init__(tokens)
+        self.match = match
+
+    def match_length(self) -> int:
+        return self.match
+
+
+def test_the_chain_is_judged_by_its_match_length_bucket_and_learnt_there_alone():
+    from lookup.acceptance import match_bucket
+
+    short, long = (RecyclingDrafter(base=MatchedDrafter(range(10, 20), m), width=1, setting=reference_setting()) for m in (1, 12))
+    for d in (short, long):
+        d.reset([1])
+    # before any feedback: the prior of the bucket, a longer match likelier
+    assert short.chain_acceptance().tolist() == PRIOR_CHAIN[match_bucket(1)].tolist()
+    assert long.chain_acceptance()[0] > short.chain_acceptance()[0]
+    draft = short.propose(8)
+    short.extend([10, 11, 99])  # the first two nodes right, the third wrong
+    short.observe(draft, 2)
+    learnt = short.chain_acceptance()
+    prior = PRIOR_CHAIN[match_bucket(1)]
+    assert np.all(learnt[:2] > prior[:2]) and learnt[2] < prior[2] and learnt[3:].tolist() == prior[3:].tolist()
+    for other in set(range(len(PRIOR_CHAIN))) - {match_bucket(1)}:
+        assert short.chain_acceptance(other).tolist() == PRIOR_CHAIN[other].tolist()
