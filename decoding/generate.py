@@ -246,8 +246,11 @@ def _built_for(target: Target, spec: str, profile, temperature: float, top_k: in
     from lookup.specs import parse_drafter
     from pldcore.setting import Regime
 
+    parsed = parse_drafter(spec)
+    if not parsed.uses_setting:  # it plans nothing: no profile to resolve (nor to measure)
+        return parsed.build(None)
     regime = Regime(float(temperature), int(top_k), float(top_p)) if temperature else Regime()
-    return parse_drafter(spec).build(target_setting(target, profile, regime))
+    return parsed.build(target_setting(target, profile, regime))
 
 
 def _check_draft(draft: Draft, budget: int, vocab_size: int, drafter: Drafter) -> None:

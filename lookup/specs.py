@@ -157,11 +157,14 @@ class DrafterSpec:
         """Its class and those of the drafters it wraps: what its rows depend on (``code_key``)."""
         return [self.cls, *(c for w in self.wrapped for c in w.classes())]
 
-    def build(self, setting: "Setting") -> Drafter:
+    def build(self, setting: "Setting | None") -> Drafter:
         """A new drafter for ``setting``: a drafter that plans (``uses_setting``) gets it; errors are
-        one-line TypeErrors naming the drafter (:func:`lookup.registry.construct`)."""
+        one-line TypeErrors naming the drafter (:func:`lookup.registry.construct`). ``setting`` may be
+        None only for a drafter that plans nothing (an entry point need not measure a profile for it)."""
         params = dict(self.params)
         if self.cls.uses_setting:
+            if setting is None:
+                raise TypeError(f"drafter {self.name!r} plans by its setting: build it with one")
             params["setting"] = setting
         return construct(self.cls, params, self.name)
 

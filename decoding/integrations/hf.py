@@ -91,7 +91,9 @@ def generate(model, input_ids: torch.Tensor, logits_processor=None, stopping_cri
         fresh_each_request(spec, "generate()", "pass an instance built for this model, e.g. "
                            "drafter=hf.drafter_for(model, 'adaptive:history=true'), which keeps its history across "
                            "rows and calls")
-        setting = target_setting(target, profile, Regime(**sampling) if sampling else GREEDY)
+        # a drafter that plans nothing needs no profile (none is measured for it)
+        regime = Regime(**sampling) if sampling else GREEDY
+        setting = target_setting(target, profile, regime) if spec.uses_setting else None
         build = functools.partial(spec.build, setting)
     rows = []
     for b in range(input_ids.shape[0]):
@@ -115,7 +117,8 @@ def drafter_for(model, drafter: str, profile: str | CostProfile | None = None, r
     ``profile`` if given, in ``regime``): an instance to pass as ``drafter=`` to many calls, e.g. one
     that keeps a history across them (``"adaptive:history=true"``)."""
     target = ModelTarget(model, None, name=_model_name(model))
-    return drafter_spec(drafter).build(target_setting(target, profile, regime))
+    spec = drafter_spec(drafter)
+    return spec.build(target_setting(target, profile, regime) if spec.uses_setting else None)
 
 
 def _model_name(model) -> str:

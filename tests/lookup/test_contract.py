@@ -542,3 +542,11 @@ def test_a_drafter_that_asks_for_the_vocabulary_asks_once_and_drafts_the_same_co
         assert d.wants_vocab() is False
     d.reset([1, 2, 1, 2, 1])
     check_wellformed(d.propose(4), 4, [1, 2, 1, 2, 1], runs=False)
+
+
+def test_a_drafter_that_plans_is_never_built_without_a_setting():
+    with pytest.raises(TypeError, match="plans by its setting"):
+        lookup.parse_drafter("adaptive").build(None)
+    assert lookup.parse_drafter("suffix-automaton").build(None).propose(4) is not None
+    with pytest.raises(lookup.PLDError, match="setting is not a parameter"):
+        lookup.parse_drafter("adaptive:setting=1")

@@ -57,3 +57,11 @@ def test_a_named_profile_wins_over_the_cached_one(monkeypatch):
     _, (drafter,) = drafted(model, monkeypatch, profile="h100-8b")
     assert drafter.setting.profile == profile_named("h100-8b")
     assert drafter.setting.profile_source == "named h100-8b"
+
+
+def test_a_drafter_that_plans_nothing_needs_no_profile(monkeypatch, capsys):
+    model = tiny_llama(vocab_size=48, seed=3, eos_token_id=47).model
+    monkeypatch.setattr(setting_module, "cost_profile", lambda target, **kw: (_ for _ in ()).throw(AssertionError))
+    model.generate(torch.tensor([PROMPT]), custom_generate=hf.generate, drafter="suffix-automaton", max_new_tokens=8,
+                   do_sample=False)
+    assert "planned under" not in capsys.readouterr().err  # nothing resolved, nothing said
