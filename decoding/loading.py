@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from decoding.devices import resolve_device
+from decoding.progress import library_bars
 from pldcore.errors import PLDError
 
 if TYPE_CHECKING:
@@ -121,9 +122,12 @@ def converted_checkpoint(gguf: Path, key: str | None = None) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     logging.getLogger(__name__).info("converting %s (once; later loads use the cache)", gguf.name)
+    from transformers import modeling_gguf_pytorch_utils
+
     try:
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        with library_bars(modeling_gguf_pytorch_utils):  # its bar, off a terminal, fills a log with frames
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     except (ValueError, KeyError, OSError, NotImplementedError) as exc:
         raise PLDError(_conversion_error(gguf, exc)) from None
     # The weights are de-quantised to float32 already; drop the GGUF marker so they can be saved.

@@ -15,11 +15,14 @@ same rule: no module of ours builds a tqdm bar itself.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import sys
+from typing import Iterator
 
 from tqdm import tqdm
 
-__all__ = ["on_terminal", "progress_bar"]
+__all__ = ["library_bars", "on_terminal", "progress_bar"]
 
 
 def on_terminal() -> bool:
@@ -36,3 +39,20 @@ def progress_bar(total: int, desc: str, unit: str = "case", enabled: bool = True
     (``initial``, ``leave``...)."""
     return tqdm(total=total, desc=desc, unit=unit, disable=not (enabled and on_terminal()), dynamic_ncols=True,
                 **kwargs)
+
+
+@contextlib.contextmanager
+def library_bars(module) -> Iterator[None]:
+    """Within this block, the bars ``module`` (a library's module that draws ``tqdm(...)`` by the name
+    ``tqdm``, with no way to turn it off) draws follow the same rule: on a terminal only. transformers'
+    GGUF conversion is one (``transformers.modeling_gguf_pytorch_utils``: one bar over every tensor,
+    which ignores ``transformers.utils.logging.disable_progress_bar``)."""
+    drawn = getattr(module, "tqdm", None)
+    if drawn is None or on_terminal():
+        yield
+        return
+    module.tqdm = functools.partial(drawn, disable=True)
+    try:
+        yield
+    finally:
+        module.tqdm = drawn

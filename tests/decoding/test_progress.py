@@ -59,3 +59,23 @@ def test_no_module_of_ours_builds_a_tqdm_bar_itself():
                 if any(n.split(".")[0] == "tqdm" for n in names):
                     found.add(path.relative_to(root).as_posix())
     assert found == {"decoding/progress.py"}
+
+
+def test_a_library_s_own_bar_follows_the_rule_within_library_bars(monkeypatch):
+    import io
+    import types
+
+    from tqdm import tqdm
+
+    from decoding import progress
+
+    library = types.SimpleNamespace(tqdm=tqdm)  # a module that draws tqdm(...) with no way to turn it off
+    for tty in (False, True):
+        stream = io.StringIO()
+        stream.isatty = lambda tty=tty: tty
+        monkeypatch.setattr(progress.sys, "stderr", stream)
+        with progress.library_bars(library):
+            for _ in library.tqdm(range(3), desc="converting", file=stream, mininterval=0):
+                pass
+        assert library.tqdm is tqdm  # restored
+        assert ("\r" in stream.getvalue()) == tty
