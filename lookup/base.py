@@ -19,12 +19,9 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
+from typing import Callable, ClassVar, Sequence
 
 import numpy as np
-
-if TYPE_CHECKING:  # the contract names the type; only a drafter that plans imports it
-    from pldcore.setting import Setting
 
 EMPTY_TOKENS = np.zeros(0, dtype=np.int64)
 

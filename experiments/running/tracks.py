@@ -17,7 +17,6 @@ from experiments.benchmarks.traces import traces_setting
 from experiments.running.oracle import ORACLE_CAP
 from experiments.running.replay import DRAFT_BUDGET
 from pldcore.cost import CostProfile
-from pldcore.errors import PLDError
 from pldcore.hardware import is_profile_file, profile_named, read_profile
 from pldcore.setting import Setting
 
