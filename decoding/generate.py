@@ -177,6 +177,10 @@ def generate(
         draft = drafter.propose(budget) if budget > 0 else EMPTY_DRAFT
         drafter_s = time.perf_counter() - t0
         _check_draft(draft, budget, target.vocab_size, drafter)
+        if draft.probs is not None and getattr(target, "deterministic_drafts_only", False):
+            raise DraftError(f"drafter {drafter.name!r} drafts with probabilities (Draft.probs): a recorded sampled "
+                             "run replays deterministic drafts only, whose outcome does not depend on them; "
+                             "measure it live (compare.py --temperature T without --replay)")
         # -- verify and accept: one forward over the last committed token plus the draft
         scores, kept, next_token = _verify(target, accept, draft, last)
         accepted = len(kept) - 1

@@ -1,7 +1,12 @@
-"""A recorded greedy run as a target: replay any drafter through the same loop, without a model.
+"""A recorded run as a target: replay any drafter through the same loop, without a model.
 
 The target's greedy answer at every position is the recorded output, so a drafter's
-acceptance on a trace is exactly its greedy acceptance live. Forward times come from a cost
+acceptance on a trace is exactly its greedy acceptance live. A run sampled with our sampler is
+replayed the same way: with a deterministic draft the token committed at each position is the
+sample its own uniform picks from the target's law, whatever was drafted
+(:func:`decoding.sampling.accept_deterministic`, and the tree walk likewise), so a drafter commits
+exactly the recorded tokens, accepting its draft while it matches them. Drafts that carry their
+probabilities are verified by another rule whose outcome depends on them: a sampled trace refuses them. Forward times come from a cost
 profile, so the loop's statistics give the estimated speedup directly. Where the trace holds
 the target's top-k rows, a drafter that reads them (``wants_top``) gets exactly the rows the live
 loop would hand it: the prompt's after the prefill, then those of the tokens each step committed.
@@ -38,7 +43,10 @@ class TraceTarget(Target):
         eos_token_ids: Sequence[int] = (),
         profile: CostProfile = CPU_SMOLLM2,
         top: TopRows | None = None,
+        sampled: bool = False,
     ) -> None:
+        #: a sampled run: only deterministic drafts replay exactly (see the module doc)
+        self.deterministic_drafts_only = sampled
         self.prompt = np.asarray(prompt, dtype=np.int64)
         self.recorded = len(output)
         # spare slots: after the last recorded token the answer is irrelevant (the loop stops)

@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", default="results", help="folder for results JSONL (default: results/)")
     p.add_argument("--fresh", action="store_true", help="ignore earlier rows of this configuration")
     p.add_argument("--replay", action="store_true",
-                   help="replay drafters against recorded greedy traces (experiments/traces.py record) instead of "
+                   help="replay drafters against recorded traces (experiments/traces.py record; with --temperature, traces sampled at it) instead of "
                         "running the model: tau and estimated speedup in seconds")
     p.add_argument("--stream", action="store_true",
                    help="serve the cases as one stream of requests, so that drafters that keep a history across requests "

@@ -1,7 +1,8 @@
-"""Record greedy runs once, replay any drafter against them in seconds.
+"""Record runs of plain decoding once (greedy or sampled), replay any drafter against them in seconds.
 
     python experiments/traces.py record [--tasks summarization,...] [--prompts N | --full] [--max-new-tokens 128]
     python experiments/traces.py record --questions FILE --out DIR      # your own prompts (or --dataset FILE)
+    python experiments/traces.py record --temperature 1.0 [--top-p P] [--seed S]   # sampled: a seed per case
     python experiments/traces.py list
     python experiments/traces.py profile [--remeasure | --check]   # --check: drift from the cached profile
     python experiments/traces.py replay --drafters suffix-automaton,unfold [--traces DIR] [--quick]
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import re
 import sys
 import time
@@ -35,7 +37,7 @@ from decoding.lossless import NUMERIC_MARGIN  # noqa: E402
 from decoding.progress import progress_bar  # noqa: E402
 from experiments.benchmarks import tasks  # noqa: E402
 from experiments.benchmarks.traces import (BENCHMARK_FILE, benchmark_hash, first_prompts, load_trace_sets, read_benchmark, traces_model, traces_setting,  # noqa: E402
-                                          recording_folder, shipped_folder, write_benchmark, write_vocab)
+                                          recording_folder, regime_folder, shipped_folder, write_benchmark, write_vocab)
 from experiments.cli import ArgumentParser, add_prompt_file_options, add_traces_options, guarded, quiet_libraries  # noqa: E402
 from experiments.reporting.plots import write_loss_plot, write_signal_plot  # noqa: E402
 from experiments.reporting.tables import (LOSS_NOTES, describe_profile, format_profile, loss_notes,  # noqa: E402
@@ -51,13 +53,14 @@ from experiments.running.verify import check_traces  # noqa: E402
 from pldcore import fits as fits_module  # noqa: E402
 from pldcore.cost import CPU_SMOLLM2, CostProfile  # noqa: E402
 from pldcore.errors import PLDError  # noqa: E402
+from pldcore.setting import GREEDY, Regime  # noqa: E402
 from lookup.specs import parse_list  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    rec = sub.add_parser("record", help="greedy-decode task prompts once and store the traces")
+    rec = sub.add_parser("record", help="decode task prompts once (greedy, or sampled: --temperature) and store the traces")
     rec.add_argument("--tasks", default=None, help="comma-separated suites (default: all embedded)")
     add_prompt_file_options(rec)
     rec.add_argument("--prompts", type=int, default=8,
@@ -66,7 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--max-new-tokens", type=int, default=128)
     rec.add_argument("--model", default=None)
     rec.add_argument("--device", default=None)
-    rec.add_argument("--out", default=None, help="trace folder (default: the cache)")
+    rec.add_argument("--out", default=None, help="trace folder (default: the cache; a sampled regime in its "
+                                                 "subfolder named for it, e.g. t1)")
+    rec.add_argument("--temperature", type=float, default=0.0,
+                     help="sample at this temperature with our exact sampler (default 0: greedy); every case gets "
+                          "its own seed, drawn from --seed and its id, and stores it")
+    rec.add_argument("--top-k", type=int, default=0, help="sampling: top-k (default 0: off)")
+    rec.add_argument("--top-p", type=float, default=1.0, help="sampling: top-p (default 1.0: off)")
+    rec.add_argument("--seed", type=int, default=0, help="sampling: the recording's seed (default 0)")
     rec.add_argument("--ship", action="store_true",
                      help="record a versioned benchmark: scored with the reference CPU profile (nothing measured), "
                           f"hashed into {BENCHMARK_FILE}; into the shipped folder unless --out")
@@ -216,7 +226,7 @@ def cmd_fit_acceptance(args) -> int:
             print(render(list(checks[0]), [["" if v is None else f"{v:.3f}" if isinstance(v, float) else v
                                             for v in row.values()] for row in checks]))
     model, benchmark = acceptance_fit.model_of(sets), benchmark_hash(sets)
-    fits = acceptance_fit.fits_of(data, model, benchmark)
+    fits = acceptance_fit.fits_of(data, model, benchmark, traces_setting(sets).regime)
     path = Path(args.write) if isinstance(args.write, str) else fits_module.FOLDER / fits_module.file_name(model, benchmark)
     same = path.exists() and path.read_text() == fits.to_json()
     if args.write:
@@ -265,6 +275,13 @@ def ship_profile(target) -> int:
     info = write_benchmark(folder, sets, **kept)
     print(format_profile(reference))
     print(f"the reference profile of benchmark {folder.name}, now {info['hash']}: {folder / 'profile.json'}")
+    for sampled in sorted(p.parent for p in folder.glob(f"*/{BENCHMARK_FILE}")):  # the model's sampled benchmarks
+        held = read_benchmark(sampled) or {}
+        sampled_sets = [dataclasses.replace(s, profile=reference) for s in load_trace_sets(sampled)]
+        reference.save(sampled / "profile.json")
+        again = write_benchmark(sampled, sampled_sets, **{k: v for k, v in held.items()
+                                                            if k not in ("hash", "cases", "tokens", "tasks", "profile")})
+        print(f"and of its sampled benchmark {folder.name}/{sampled.name}, now {again['hash']}")
     return 0
 
 
@@ -303,15 +320,18 @@ def cmd_record(args) -> int:
     if (args.questions or args.dataset) and not args.out:
         # the cache's folder holds the embedded suites' traces, under ids a user's file may reuse
         raise PLDError("recording your own prompts needs a folder of their own: --out DIR")
+    regime = recording_regime(args)
     suites = _suites_to_record(args)
     target = decoding.load_model(args.model, device=args.device)
-    folder = Path(args.out) if args.out else (shipped_folder(target.name) if args.ship else recording_folder(target.name))
-    if not args.ship and folder.resolve() == shipped_folder(target.name).resolve():
+    shipped = shipped_folder(target.name)
+    folder = Path(args.out) if args.out else regime_folder(shipped if args.ship else recording_folder(target.name), regime)
+    if not args.ship and folder.resolve() in (shipped.resolve(), regime_folder(shipped, regime).resolve()):
         raise PLDError(f"{folder} is the shipped benchmark; record elsewhere (--out), or rebuild it with --ship")
     folder.mkdir(parents=True, exist_ok=True)
     # a shipped benchmark is scored with the reference profile, so that boards from any machine agree
+    # (a sampled one with its model's greedy benchmark's: one model, one machine, one price)
     profile = cost_profile(target, progress=True) if not args.ship else (
-        reference_profile(target) or _read_shipped_profile(folder) or CPU_SMOLLM2)
+        reference_profile(target) or _read_shipped_profile(folder) or _read_shipped_profile(shipped) or CPU_SMOLLM2)
     if args.ship and profile is CPU_SMOLLM2 and target.name != CPU_SMOLLM2.model.split(" (")[0]:
         print(f"{target.name} has no reference profile yet: the benchmark is priced with SmolLM2's until "
               f"`traces.py profile --model {target.name} --ship` measures one (on a quiet machine)")
@@ -323,13 +343,28 @@ def cmd_record(args) -> int:
     t0 = time.perf_counter()
     with progress_bar(total, "record") as bar:
         for name, prompts in suites.items():
-            record(target, name, prompts, args.max_new_tokens, folder, progress=bar)
-    print(f"traces in {folder} ({time.perf_counter() - t0:.0f} s)")
+            record(target, name, prompts, args.max_new_tokens, folder, progress=bar, regime=regime, seed=args.seed)
+    print(f"traces in {folder} ({regime.describe()}{'' if regime.greedy else f', seed {args.seed}'}; "
+          f"{time.perf_counter() - t0:.0f} s)")
     if args.ship:
+        sampled = {} if regime.greedy else {"regime": regime.name, "seed": args.seed}
         info = write_benchmark(folder, load_trace_sets(folder), model=target.name,
-                               max_new_tokens=args.max_new_tokens)
+                               max_new_tokens=args.max_new_tokens, **sampled)
         print(f"benchmark {info['hash']}: {info['cases']} cases, {info['tokens']} tokens")
     return 0
+
+
+def recording_regime(args) -> Regime:
+    """``record``'s regime from its sampling options, checked before any model loads (one line each)."""
+    if args.temperature == 0:
+        if args.top_k or args.top_p != 1.0:
+            raise PLDError("--top-k and --top-p apply to sampling: give --temperature T > 0 with them")
+        return GREEDY
+    if not math.isfinite(args.temperature) or args.temperature < 0:
+        raise PLDError(f"--temperature must be a finite number >= 0, got {args.temperature}")
+    if not 0 <= args.seed < 2**63:
+        raise PLDError(f"--seed must be an integer in [0, 2**63), got {args.seed}")
+    return Regime(args.temperature, args.top_k, args.top_p)
 
 
 def _read_shipped_profile(folder: Path) -> CostProfile | None:

@@ -45,7 +45,7 @@ from experiments.benchmarks.untrusted import (MAX_DEPTH, clean, open_regular, pa
                                               too_deep)
 from pldcore.cost import CPU_SMOLLM2, CostProfile
 from pldcore.errors import PLDError
-from pldcore.setting import GREEDY, Setting
+from pldcore.setting import GREEDY, Regime, Setting
 
 #: the shipped benchmark: ``<package>/data/<model>/`` with its ``BENCHMARK.json``
 SHIPPED_ROOT = Path(__file__).resolve().parent / "data"
@@ -71,11 +71,15 @@ _INT_LISTS = ("prompt", "output", "eos")
 
 @dataclass
 class TraceCase:
-    """One greedy run: what the model answered to one turn of one prompt.
+    """One run of plain decoding: what the model answered to one turn of one prompt.
 
     ``top`` holds the target's top-k rows after every token but the last of ``prompt + output``
-    (``len(prompt) + len(output) - 1`` rows; row ``i`` follows token ``i``), or None for traces
-    recorded without them.
+    (``len(prompt) + len(output) - 1`` rows; row ``i`` follows token ``i``; the model's own
+    distribution, as the live loop hands a drafter that reads it), or None for traces recorded
+    without them. ``sampling`` is None for a greedy run, else the regime and the seed it was sampled
+    with (``{"temperature", "top_k", "top_p", "seed"}``): our sampler gives every output position
+    its own uniform, so the output is what any deterministic drafter commits with that seed
+    (:mod:`decoding.sampling`), and replaying it is exact (:class:`decoding.trace_target.TraceTarget`).
     """
 
     case: str
@@ -90,10 +94,26 @@ class TraceCase:
     max_new_tokens: int
     meta: dict = field(default_factory=dict)
     top: TopRows | None = None
+    sampling: dict | None = None
+
+    @property
+    def regime(self) -> Regime:
+        """The regime the output was decoded in: greedy, or the sampling one it records."""
+        if self.sampling is None:
+            return GREEDY
+        return Regime(float(self.sampling["temperature"]), int(self.sampling["top_k"]), float(self.sampling["top_p"]))
+
+    @property
+    def seed(self) -> int | None:
+        """The seed a sampled output was drawn with (None: greedy)."""
+        return None if self.sampling is None else int(self.sampling["seed"])
 
     def to_json(self) -> dict:
-        """The case as stored (JSON-ready): ids as ints, top-k rows as base64 arrays."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "top"}
+        """The case as stored (JSON-ready): ids as ints, top-k rows as base64 arrays; ``sampling``
+        only where it was sampled (a greedy case is stored as it always was, and hashes the same)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("top", "sampling")}
+        if self.sampling is not None:
+            out["sampling"] = dict(self.sampling)
         if self.top is not None:
             ids_dtype = "<u2" if self.vocab_size <= 1 << 16 else "<u4"
             out["top"] = {"k": int(self.top.ids.shape[1]), "ids_dtype": ids_dtype,
@@ -129,8 +149,41 @@ def _check_fields(data) -> None:
     wrong += [k for k in _INT_LISTS if not ok(k, lambda v: isinstance(v, list) and all(type(x) is int for x in v))]
     if not ok("step_s", lambda v: isinstance(v, list) and all(type(x) in (int, float) for x in v)):
         wrong.append("step_s")
+    if not ok("sampling", _sampling_ok):
+        wrong.append("sampling")
     if wrong or too_deep(data.get("meta"), MAX_DEPTH):
         raise ValueError(f"case fields of the wrong type: {', '.join(wrong) or 'meta (nested too deep)'}")
+
+
+def _sampling_ok(value) -> bool:
+    """A stored case's ``sampling``: a regime (:class:`Regime` accepts it) and an integer seed."""
+    if not isinstance(value, dict) or set(value) != {"temperature", "top_k", "top_p", "seed"}:
+        return False
+    seed, numbers = value["seed"], (value["temperature"], value["top_p"])
+    if type(seed) is not int or not 0 <= seed < 2**64 or type(value["top_k"]) is not int:
+        return False
+    if not all(type(x) in (int, float) for x in numbers) or not value["temperature"] > 0:
+        return False
+    try:
+        Regime(float(value["temperature"]), value["top_k"], float(value["top_p"]))
+    except PLDError:
+        return False
+    return True
+
+
+def case_seed(seed: int, case_id: str) -> int:
+    """The seed a sampled recording draws case ``case_id`` with, from the recording's ``seed``: its own
+    per case (a case does not share its uniforms with the case before it), and the same whatever
+    order or subset of cases is recorded."""
+    digest = hashlib.sha256(f"pld-lab sampled trace {int(seed)} {case_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1  # 63 bits: any torch generator takes it
+
+
+def sampling_of(regime: Regime, seed: int) -> dict | None:
+    """A case's ``sampling`` field for ``regime`` and its seed (None for greedy)."""
+    if regime.greedy:
+        return None
+    return {"temperature": regime.temperature, "top_k": regime.top_k, "top_p": regime.top_p, "seed": int(seed)}
 
 
 def _b64(array: np.ndarray) -> str:
@@ -149,6 +202,11 @@ class TraceSet:
     @property
     def tokens(self) -> int:
         return sum(len(c.output) for c in self.cases)
+
+    @property
+    def regime(self) -> Regime:
+        """The regime its cases were decoded in (a trace file holds one: :func:`load_trace_sets`)."""
+        return self.cases[0].regime if self.cases else GREEDY
 
     @property
     def vocab(self) -> tuple[str, ...] | None:
@@ -269,6 +327,7 @@ def load_trace_sets(folder: Path | None = None) -> list[TraceSet]:
     profile = _read_profile(profile_file) if profile_file.exists() else CPU_SMOLLM2
     sets = [TraceSet(path, task_of(path), read_cases(path), profile) for path in files]
     check_unique_prompts(sets)
+    traces_regime(sets)  # one regime to a folder
     recorded = read_benchmark(folder)
     if recorded is not None and recorded.get("hash") != benchmark_hash(sets):
         raise PLDError(f"the traces in {clean(folder)} do not match their {BENCHMARK_FILE} (hash "
@@ -317,17 +376,34 @@ def traces_model(sets: Sequence[TraceSet]) -> str | None:
     return packaged_name(names.pop()) if len(names) == 1 else None
 
 
+def traces_regime(sets: Sequence[TraceSet]) -> Regime:
+    """The one regime every case of ``sets`` was decoded in (greedy, or one sampling regime, each case
+    with its own seed); a PLDError when they mix: a replay's figures must name one regime."""
+    regimes = {case.regime for s in sets for case in s.cases}
+    if len(regimes) > 1:
+        names = ", ".join(sorted(r.describe() for r in regimes))
+        raise PLDError(f"these traces mix regimes ({names}): keep each regime in a folder of its own")
+    return regimes.pop() if regimes else GREEDY
+
+
+def regime_folder(folder: Path, regime: Regime) -> Path:
+    """Where the traces of ``regime`` live beside a model's greedy traces in ``folder``: the folder
+    itself for greedy, its subfolder named for the regime otherwise (``<folder>/t1``, ``<folder>/t0.7-p0.9``)."""
+    return Path(folder) if regime.greedy else Path(folder) / regime.name
+
+
 def traces_setting(sets: Sequence[TraceSet], profile: CostProfile | None = None, batch: int = 1) -> Setting:
-    """The setting the traces were decoded in: the model the cases record, greedy (every trace is), at
-    ``batch``, priced under ``profile`` or, without one, the traces' own (the profile of the machine that
-    recorded them, the benchmark's reference profile for a shipped one). The one place where "no
-    profile" means "the traces' own": every command and board track that replays traces resolves here."""
+    """The setting the traces were decoded in: the model the cases record, their regime (greedy or the
+    sampling one they record), at ``batch``, priced under ``profile`` or, without one, the traces' own
+    (the profile of the machine that recorded them, the benchmark's reference profile for a shipped
+    one). The one place where "no profile" means "the traces' own": every command and board track that
+    replays traces resolves here."""
     if not sets:
         raise PLDError("no traces to replay")
     names = {case.model for s in sets for case in s.cases[:1]}
     model = names.pop() if len(names) == 1 else sets[0].cases[0].model if sets[0].cases else "?"
     own = sets[0].profile
-    return Setting.of(model, profile or own, GREEDY, batch,
+    return Setting.of(model, profile or own, traces_regime(sets), batch,
                       profile_source="given" if profile is not None else "the traces' own")
 
 

@@ -26,14 +26,14 @@ from typing import Collection, Sequence
 
 import numpy as np
 
-from experiments.benchmarks.traces import TraceSet, in_order, traces_setting
+from experiments.benchmarks.traces import TraceSet, in_order, traces_regime, traces_setting
 from experiments.running.hindsight import TraceWrapper, accepted_path, rank_auc
 from experiments.running.oracle import sequence_of
 from experiments.running.replay import replay_case
 from experiments.running.serving import serve_traces
 from lookup.acceptance import WITH_HISTORY, first_token, later_nodes
 from pldcore.fits import Fits
-from pldcore.setting import Setting, reference_setting
+from pldcore.setting import GREEDY, Regime, Setting, reference_setting
 from lookup.acceptance.model import FITTED
 from lookup.base import SOURCES, Draft
 from lookup.drafters.adaptive import AdaptiveDrafter
@@ -130,10 +130,11 @@ def collect(sets: Sequence[TraceSet], progress=None) -> dict[str, dict[str, Rows
             for fit in sorted(every, key=lambda fit: (fit not in SOURCES, fit))}
 
 
-def fits_of(data: dict[str, dict[str, Rows]], model: str, benchmark: str) -> Fits:
+def fits_of(data: dict[str, dict[str, Rows]], model: str, benchmark: str, regime: Regime = GREEDY) -> Fits:
     """The fits of every model on every row of ``data`` (:func:`collect`'s), as the fit file of target
-    ``model`` on ``benchmark`` records them. A fit with too few rows (or rows all alike) is left out:
-    the drafter then judges those drafts by a fit it has (its source's, or the statistics)."""
+    ``model`` on ``benchmark``, decoded in ``regime``, records them. A fit with too few rows (or rows
+    all alike) is left out: the drafter then judges those drafts by a fit it has (its source's, or the
+    statistics)."""
     tables: dict[str, dict] = {"first": {}, "later": {}}
     rows: dict[str, dict[str, int]] = {"first": {}, "later": {}}
     for fit_name, by_model in data.items():
@@ -141,13 +142,16 @@ def fits_of(data: dict[str, dict[str, Rows]], model: str, benchmark: str) -> Fit
             if fittable(found):
                 tables[name][fit_name] = fit(found)
                 rows[name][fit_name] = int(len(found.y))
-    return Fits(model, benchmark, settings(), tables["first"], tables["later"], rows)
+    return Fits(model, benchmark, settings(), tables["first"], tables["later"], rows, regime=regime.name)
 
 
 def model_of(sets: Sequence[TraceSet]) -> str:
     """The target model a fit on ``sets`` is named after: the traces' folder, as the recorder names
-    it after the model (``experiments.benchmarks.traces.recording_folder``)."""
-    return sets[0].path.parent.name
+    it after the model (``experiments.benchmarks.traces.recording_folder``); for a sampled regime's
+    traces, the folder above theirs (``<model>/t1``: :func:`~experiments.benchmarks.traces.regime_folder`)."""
+    folder = sets[0].path.parent
+    regime = traces_regime(sets)
+    return folder.parent.name if not regime.greedy and folder.name == regime.name else folder.name
 
 
 def fittable(rows: Rows) -> bool:

@@ -144,8 +144,12 @@ class Comparison:
         result = method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.setting, **served)
         ref = self.rows.get((case.id, self.methods[0].spec))
         identical = mismatch = None
-        if ref is not None and self.sampling.greedy:
-            diff = compare_outputs(self.target, case.ids, result.tokens, ref.tokens)
+        # sampled: every deterministic drafter commits plain sampling's tokens with one seed, up to a
+        # sampling boundary within float error (decoding.lossless); transformers' own sampling draws
+        # from another generator, so only our loop's runs are compared there
+        if ref is not None and (self.sampling.greedy or has_drafter and isinstance(self.methods[0], DrafterMethod)):
+            diff = compare_outputs(self.target, case.ids, result.tokens, ref.tokens,
+                                   self.sampling.regime, result.seed)
             identical, mismatch = diff is None, (str(diff) if diff else None)
         row = case_result(case.id, case.category, case.turn, len(case.ids), method.spec, method.params(), result,
                           profile=self.profile, experiment=self.experiment, code=self.codes[method.spec],

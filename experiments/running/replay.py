@@ -22,10 +22,11 @@ import lookup
 from decoding.generate import GenerationResult
 from decoding.progress import progress_bar
 from decoding.trace_target import TraceTarget
-from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, first_prompts, in_order,
-                                          load_trace_sets, traces_setting)
+from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, default_folder, first_prompts, in_order,
+                                          load_trace_sets, regime_folder, traces_regime, traces_setting)
+from experiments.benchmarks.untrusted import clean
 from experiments.running.cases import check_prompts
-from experiments.running.methods import REFERENCES, DrafterMethod, parse_method
+from experiments.running.methods import REFERENCES, DrafterMethod, Sampling, parse_method
 from experiments.running.rows import CaseResult, case_result
 from experiments.running.serving import serve_traces
 from experiments.running.store import ResultStore, code_key, config_hash, git_sha, reusable
@@ -33,7 +34,7 @@ from lookup.specs import parse_list, parse_spec
 from pldcore.cost import CostProfile
 from pldcore.errors import PLDError
 from pldcore.names import unknown_name
-from pldcore.setting import Setting
+from pldcore.setting import Regime, Setting
 
 #: draft nodes a replayed drafter may propose per step
 DRAFT_BUDGET = 32
@@ -42,12 +43,41 @@ DRAFT_BUDGET = 32
 def replay_case(case: TraceCase, drafter: lookup.Drafter, profile: CostProfile,
                 draft_budget: int = DRAFT_BUDGET) -> GenerationResult:
     """Run ``drafter`` against one trace through the live loop; returns the GenerationResult."""
-    target = TraceTarget(case.prompt, case.output, case.vocab_size, case.eos, profile, case.top)
+    target = TraceTarget(case.prompt, case.output, case.vocab_size, case.eos, profile, case.top,
+                         sampled=case.sampling is not None)
     # the budget a live run had: a budget cut to the trace's own length would tell the drafter
     # where the recorded answer stops; the loop stops at the recorded EOS through the target
     ended_at_eos = bool(case.output) and case.output[-1] in case.eos
     budget = max(case.max_new_tokens, len(case.output)) if ended_at_eos else len(case.output)
     return decoding.generate(target, case.prompt, drafter, max_new_tokens=budget, draft_budget=draft_budget)
+
+
+def regime_words(regime: Regime) -> str:
+    """What a replay's figures name: ``greedy``, or the sampling regime with "a seed per case"."""
+    return "greedy" if regime.greedy else f"sampled: {regime.describe()}, a seed per case as recorded"
+
+
+def regime_traces(folder: Path | str | None, sampling: Sampling) -> Path:
+    """The trace folder a replay in ``sampling``'s regime reads: ``folder`` (default: the shipped
+    benchmark) when its traces were decoded in that regime, else its subfolder for the regime
+    (:func:`~experiments.benchmarks.traces.regime_folder`) when there is one. Greedy (the default)
+    replays whatever ``folder`` holds, its figures named for the regime the traces record. A sampled
+    regime no traces were recorded in is refused in one line: a replay never passes greedy figures off
+    as sampled ones. The seed is each case's own, as recorded: another ``--seed`` is refused."""
+    folder = Path(folder) if folder else default_folder()
+    regime = sampling.regime
+    if regime.greedy:
+        return folder
+    if sampling.seed:
+        raise PLDError("--seed with --replay: a sampled trace replays the seed it was recorded with (each case its "
+                       "own); record traces with another seed to replay it (traces.py record --seed S)")
+    for candidate in (folder, regime_folder(folder, regime)):
+        if any(candidate.glob("*.jsonl.gz")) and traces_regime(load_trace_sets(candidate)) == regime:
+            return candidate
+    raise PLDError(f"--temperature {regime.temperature:g} with --replay: {clean(folder)} holds no traces sampled at "
+                   f"{regime.describe()}; record them (traces.py record --temperature {regime.temperature:g}"
+                   f"{f' --top-k {regime.top_k}' if regime.top_k else ''}{f' --top-p {regime.top_p:g}' if regime.top_p < 1 else ''}) "
+                   "and replay that folder, or run live (without --replay)")
 
 
 def default_specs() -> list[str]:
@@ -140,6 +170,7 @@ class ReplayComparison:
         self.config = {"replay": True, "benchmark": benchmark_hash(self.sets),
                        "traces": [f"{s.path.name}:{len(s.cases)}" for s in self.sets],
                        "profile": self.profile.model, **({"stream": True} if stream else {}),
+                       **({} if self.setting.regime.greedy else {"regime": self.setting.regime.name}),
                        **({"draft_budget": draft_budget} if draft_budget != DRAFT_BUDGET else {})}
         self.experiment = config_hash(self.config)
         self.codes = {m.spec: code_key(*m.drafter_spec.classes(), profile=self.profile) for m in self.methods}
@@ -152,7 +183,9 @@ class ReplayComparison:
     def from_args(cls, args, method_specs: Sequence[str | DrafterMethod], profile: CostProfile | None = None,
                   draft_budget: int = DRAFT_BUDGET) -> "ReplayComparison":
         check_prompts(args.prompts)
-        sets = load_trace_sets(args.traces)
+        sets = load_trace_sets(regime_traces(args.traces, Sampling(getattr(args, "temperature", 0.0),
+                                                                  getattr(args, "top_k", 0), getattr(args, "top_p", 1.0),
+                                                                  getattr(args, "seed", 0))))
         if args.tasks:
             have = [s.task for s in sets]
             for task in parse_list(args.tasks):
@@ -193,8 +226,8 @@ class ReplayComparison:
     def heading(self) -> str:
         where = f"; results: {self.store.path}" if self.store else ""
         stream = "; as one stream of requests (drafters keep what earlier cases taught them)" if self.stream else ""
-        return (f"replay of {sum(len(s.cases) for s in self.sets)} traces{stream}; estimated speedup from the cost "
-                f"profile of {self.config['profile']}{where}")
+        return (f"replay of {sum(len(s.cases) for s in self.sets)} traces ({regime_words(self.setting.regime)}){stream}; "
+                f"estimated speedup from the cost profile of {self.config['profile']}{where}")
 
     def footer(self) -> str:
         tokens = sum(r.new_tokens for r in self.rows.values())
