@@ -9,8 +9,10 @@ Three layers, each testable alone:
 * :class:`SamplingRule` (built by :func:`sampling_rule`) is the per-generation rule that
   :func:`decoding.generate` calls once per step. It owns the one ``torch.Generator``.
 
-Randomness, in a fixed order. One generator per generation, seeded by ``seed``, on the
-target's device. Output position ``t`` (0 = the first generated token) owns a pair of
+Randomness, in a fixed order. One generator per generation, seeded by ``seed``, on the CPU
+whatever the target's device (its draws are moved there): the same seed gives the same uniforms on
+every device, so a run sampled on a CPU is reproduced on a GPU up to float noise, and a sampled
+trace recorded on one replays what the other commits. Output position ``t`` (0 = the first generated token) owns a pair of
 uniforms ``(u_accept[t], u_sample[t])``; the generator fills them ``BLOCK`` positions at a
 time (the j-th call is ``torch.rand(BLOCK, 2)``, float64, for positions ``j*BLOCK ..``), so the
 pair of a position never depends on how many steps or draft tokens came before it. A step
@@ -256,7 +258,8 @@ class UniformStream:
     def __init__(self, seed: int, device: torch.device | str, block: int = BLOCK) -> None:
         self.seed = int(seed)
         self.device = torch.device(device)
-        self.generator = torch.Generator(device=self.device)
+        # on the CPU for every device: CUDA's generator draws another sequence from the same seed
+        self.generator = torch.Generator(device="cpu")
         self.generator.manual_seed(seed)
         self.block = block
         self._first = 0  # block index of self._buf[0]
@@ -272,7 +275,7 @@ class UniformStream:
         last = (position + max(n, 1) - 1) // self.block
         if self._drawn <= last:
             fresh = [
-                torch.rand(self.block, 2, generator=self.generator, dtype=torch.float64, device=self.device)
+                torch.rand(self.block, 2, generator=self.generator, dtype=torch.float64).to(self.device)
                 for _ in range(last + 1 - self._drawn)
             ]
             self._buf = torch.cat([self._buf, *fresh])

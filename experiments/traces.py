@@ -33,7 +33,7 @@ import decoding  # noqa: E402
 import lookup  # noqa: E402
 from decoding.cost import (NOISY_SPREAD, REFERENCE_CONTEXT, cost_profile, is_noisy,  # noqa: E402
                            measure_cost_profile, profile_path, reference_profile)
-from decoding.lossless import NUMERIC_MARGIN  # noqa: E402
+from decoding.lossless import NUMERIC_MARGIN, SAMPLING_MARGIN  # noqa: E402
 from decoding.progress import progress_bar  # noqa: E402
 from experiments.benchmarks import tasks  # noqa: E402
 from experiments.benchmarks.traces import (BENCHMARK_FILE, benchmark_hash, first_prompts, load_trace_sets, read_benchmark, traces_model, traces_setting,  # noqa: E402
@@ -395,11 +395,13 @@ def cmd_verify(args) -> int:
     rows = [[c.case, c.tokens, "yes" if c.identical else "NO",
              None if c.identical else c.mismatch.position, None if c.identical else c.mismatch.margin,
              "" if c.identical else ("float noise" if c.mismatch.is_numeric else "differs")] for c in checks]
-    print(render(["case", "tokens", "identical", "first difference", "top-2 margin", "verdict"], rows))
+    sampled = not traces_setting(sets).regime.greedy
+    margin, limit = ("sampling margin", SAMPLING_MARGIN) if sampled else ("top-2 margin", NUMERIC_MARGIN)
+    print(render(["case", "tokens", "identical", "first difference", margin, "verdict"], rows))
     same = sum(c.identical for c in checks)
     wide = [c for c in checks if not c.identical and not c.mismatch.is_numeric]
     print(f"\n{same} of {len(checks)} cases token-identical to their traces on {target.name} ({target.device}); "
-          f"{len(checks) - same - len(wide)} part at a top-2 margin within float noise (<= {NUMERIC_MARGIN:g}), "
+          f"{len(checks) - same - len(wide)} part at a {margin} within float noise (<= {limit:g}), "
           f"{len(wide)} beyond it")
     return 1 if wide else 0
 

@@ -1,4 +1,5 @@
-"""Check recorded traces against the model here: re-decode cases greedily and compare token by token.
+"""Check recorded traces against the model here: re-decode cases (greedy, or sampled with each case's
+seed) and compare token by token.
 
     checks = check_traces(target, sets, count=10)
     [c for c in checks if not c.identical]       # where this machine's model parts from the traces
@@ -36,7 +37,8 @@ class TraceCheck:
 
 
 def check_traces(target, sets: Sequence[TraceSet], count: int, progress: bool = True) -> list[TraceCheck]:
-    """Greedy-decode ``count`` cases (one per task in turn) on ``target`` and compare each with its trace."""
+    """Decode ``count`` cases (one per task in turn) on ``target`` as they were recorded (greedy, or in their
+    sampling regime with their seed) and compare each with its trace."""
     if count < 1:
         raise PLDError(f"--cases must be >= 1, got {count}")
     picked = spread_cases(sets, count)
@@ -47,9 +49,11 @@ def check_traces(target, sets: Sequence[TraceSet], count: int, progress: bool = 
     checks = []
     with progress_bar(len(picked), "verify", enabled=progress) as bar:
         for trace_set, case in picked:
+            regime = case.regime  # a sampled trace is decoded again with its own seed
             out = decoding.generate(target, case.prompt, lookup.create("none"), case.max_new_tokens,
-                                    eos_token_ids=case.eos or None)
+                                    eos_token_ids=case.eos or None, temperature=regime.temperature,
+                                    top_k=regime.top_k, top_p=regime.top_p, seed=case.seed)
             checks.append(TraceCheck(case.case, trace_set.task, len(case.output),
-                                     compare_outputs(target, case.prompt, out.tokens, case.output)))
+                                     compare_outputs(target, case.prompt, out.tokens, case.output, regime, case.seed)))
             bar.update()
     return checks
