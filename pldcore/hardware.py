@@ -568,7 +568,8 @@ RELATIVE_CONTEXTS = (1024, 8192)
 
 
 def compute_bound_from(deployment: Deployment, context: int, up_to: int = 4096) -> int | None:
-    """The fewest tokens per forward at which ``deployment`` turns compute-bound (None: not up to ``up_to``)."""
+    """The fewest tokens per forward (per request, at a batch) at which ``deployment`` turns
+    compute-bound (None: not up to ``up_to``)."""
     return next((k for k in range(1, up_to + 1) if deployment.terms(k, context).bound == "compute"), None)
 
 
