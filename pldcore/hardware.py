@@ -4,7 +4,10 @@ A forward over ``k`` new tokens after ``c`` cached ones reads every weight once 
 of ``c + k`` tokens, and does ``2 x k`` FLOPs per weight plus attention's FLOPs. On a GPU it takes
 about ``max(bytes / achievable bandwidth, FLOPs / achievable compute)`` plus a fixed per-forward
 overhead (kernel launches, the engine's own work around the forward); split over ``N`` GPUs
-(tensor parallel), each holds and reads ``1 / N`` of it and pays two all-reduces per layer.
+(tensor parallel), each holds and reads ``1 / N`` of it and pays two all-reduces per layer. A step of
+a server running ``B`` requests at once (``batch``), each verifying its own ``k`` tokens after its own
+``c``, reads the weights once, ``B`` caches, and does ``B`` requests' FLOPs: its profile is that step's
+time by ``k`` and ``c``, every request drafting alike (:data:`BATCH_DEPLOYMENTS`).
 
 :class:`Gpu` and :class:`Model` hold the inputs (spec-sheet figures, the shares of them a real
 engine reaches, a model's shapes), :class:`Deployment` a model on one or more GPUs and its
@@ -20,7 +23,7 @@ Pure Python and numpy: cheap to import, nothing here runs a model.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pldcore.cost import CPU_SMOLLM2, CostProfile
@@ -163,17 +166,22 @@ class Deployment:
     tensor_parallel: int = 1
     overhead_s: float = FORWARD_OVERHEAD_S
     allreduce_s: float = ALLREDUCE_S
+    #: requests served in one step, each verifying its own tokens after its own cache (1: one at a time)
+    batch: int = 1
 
     def __post_init__(self) -> None:
         if self.tensor_parallel < 1 or self.model.kv_heads % self.tensor_parallel:
             raise ValueError(f"{self.model.name} has {self.model.kv_heads} KV heads: it cannot be split "
                              f"over {self.tensor_parallel} GPUs")
+        if not isinstance(self.batch, int) or isinstance(self.batch, bool) or self.batch < 1:
+            raise ValueError(f"batch must be an int >= 1, got {self.batch!r}")
 
     @property
     def name(self) -> str:
-        """The profile name: ``<gpu>-<model>``, with ``-tp<N>`` over N GPUs."""
+        """The profile name: ``<gpu>-<model>``, with ``-tp<N>`` over N GPUs and ``-b<B>`` at batch B > 1."""
         tp = f"-tp{self.tensor_parallel}" if self.tensor_parallel > 1 else ""
-        return f"{self.gpu.key}-{self.model.key}{tp}"
+        batch = f"-b{self.batch}" if self.batch > 1 else ""
+        return f"{self.gpu.key}-{self.model.key}{tp}{batch}"
 
     @property
     def weight_gb_per_gpu(self) -> float:
@@ -181,44 +189,59 @@ class Deployment:
         return self.model.params * self.model.weight_bytes / self.tensor_parallel / GB
 
     def fits(self, context: int = CONTEXTS[-1]) -> bool:
-        """Whether each GPU holds its weights and a ``context``-token KV cache (activations and
-        the engine's workspace are not counted)."""
-        kv = self.model.kv_bytes_per_token * context / self.tensor_parallel / GB
+        """Whether each GPU holds its weights and a ``context``-token KV cache for each of the
+        ``batch`` requests (activations and the engine's workspace are not counted)."""
+        kv = self.model.kv_bytes_per_token * context * self.batch / self.tensor_parallel / GB
         return self.weight_gb_per_gpu + kv <= self.gpu.memory_gb
 
-    def terms(self, tokens: int, context: int, rows: int | None = None) -> ForwardTerms:
-        """The estimate of one forward over ``tokens`` new tokens after ``context`` cached ones
-        (``rows``: how many of them need logits; default all)."""
+    def max_context(self) -> int:
+        """The longest cache each of the ``batch`` requests may hold, in tokens, beside the weights."""
+        free = (self.gpu.memory_gb - self.weight_gb_per_gpu) * GB * self.tensor_parallel
+        return int(free // (self.model.kv_bytes_per_token * self.batch))
+
+    def terms(self, tokens: int, context: int, rows: int | None = None, batch: int | None = None) -> ForwardTerms:
+        """The estimate of one step: ``batch`` requests (default :attr:`batch`), each over ``tokens``
+        new tokens after its own ``context`` cached ones (``rows``: how many of each request's tokens
+        need logits; default all). The weights are read once a step, each request's cache once, and
+        each request's FLOPs are its own: nothing is padded (a ragged batch, as vLLM runs it)."""
         if tokens < 1 or context < 0:
             raise ValueError(f"a forward needs tokens >= 1 and context >= 0, got {tokens} and {context}")
         m, n = self.model, self.tensor_parallel
+        b = self.batch if batch is None else batch
         weights = m.read_params * m.weight_bytes
-        kv = m.kv_bytes_per_token * (context + tokens)  # read the cache, write the new tokens' keys and values
+        kv = m.kv_bytes_per_token * (context + tokens) * b  # read each cache, write the new tokens' keys and values
         memory = (weights + kv) / n / (self.gpu.memory_gbps * GB * self.gpu.bandwidth_share)
-        compute = m.flops(tokens, context, rows) / n / (self.gpu.bf16_tflops * TERA * self.gpu.compute_share)
+        compute = m.flops(tokens, context, rows) * b / n / (self.gpu.bf16_tflops * TERA * self.gpu.compute_share)
         communication = 2 * m.layers * self.allreduce_s if n > 1 else 0.0
         return ForwardTerms(memory, compute, self.overhead_s, communication)
 
     def forward_seconds(self, tokens: int, context: int) -> float:
-        """Seconds of a verifying forward: ``tokens`` new tokens, each with its logits."""
+        """Seconds of a verifying step: each of the ``batch`` requests over ``tokens`` new tokens, each
+        token with its logits."""
         return self.terms(tokens, context).seconds
 
     def prefill_seconds(self, prompt: int, rows: bool = False) -> float:
         """Seconds to prefill a ``prompt``-token prompt: the logits of its last row only, or of
-        every row with ``rows`` (for a drafter that reads the target's top-k on the prompt)."""
-        return self.terms(prompt, 0, rows=prompt if rows else 1).seconds
+        every row with ``rows`` (for a drafter that reads the target's top-k on the prompt).
+
+        Priced as for the request alone, at any ``batch``: a prompt of a few hundred tokens or more is
+        compute-bound by itself, so riding in a step with the others' decoding it adds about its own
+        FLOPs, which is what it costs alone (the weights it would read alone are read anyway)."""
+        return self.terms(prompt, 0, rows=prompt if rows else 1, batch=1).seconds
 
     def tokens_per_second(self, context: int) -> float:
-        """Plain decoding's rate at ``context`` cached tokens: one one-token forward per token."""
+        """Plain decoding's rate of one request at ``context`` cached tokens: one one-token step per token."""
         return 1.0 / self.forward_seconds(1, context)
 
     def profile(self) -> CostProfile:
-        """The estimate as a :class:`CostProfile` over :data:`SIZES` and :data:`CONTEXTS`."""
+        """The estimate as a :class:`CostProfile` over :data:`SIZES` and :data:`CONTEXTS`: at a batch,
+        a step's time by the tokens each request verifies in it (every request alike)."""
         grid = tuple(tuple(self.forward_seconds(k, c) for k in SIZES) for c in CONTEXTS)
         tp = f" x{self.tensor_parallel}, tensor parallel" if self.tensor_parallel > 1 else ""
+        batch = f", batch {self.batch}" if self.batch > 1 else ""
         return CostProfile(
             sizes=SIZES, seconds=grid[0], model=f"{self.model.name} ({ESTIMATE})",
-            device=f"{self.gpu.name}{tp} ({ESTIMATE})", contexts=CONTEXTS, grid=grid,
+            device=f"{self.gpu.name}{tp}{batch} ({ESTIMATE})", contexts=CONTEXTS, grid=grid,
             prefill=tuple(self.prefill_seconds(c) for c in CONTEXTS),
             prefill_rows=tuple(self.prefill_seconds(c, rows=True) for c in CONTEXTS),
             host=f"{ESTIMATE} (pldcore/hardware.py)",
@@ -249,6 +272,11 @@ RTX4090 = Gpu("rtx4090", "GeForce RTX 4090 24GB", memory_gbps=1008, bf16_tflops=
               spec="NVIDIA Ada architecture whitepaper (1,008 GB/s; 165.2 TFLOPS bf16 dense, fp32 accumulate)",
               basis="bandwidth fitted on llama.cpp's 512-token point; compute borrowed from the H100")
 GPUS = (H100, H200, A100, L4, RTX4090)
+#: only for calibration: the batched A100 sweep below ran on the 40 GB card (HBM2, 1,555 GB/s)
+A100_40GB = Gpu("a100-40gb", "A100 40GB SXM", memory_gbps=1555, bf16_tflops=312, memory_gb=40,
+                bandwidth_share=A100.bandwidth_share, compute_share=A100.compute_share,
+                spec="NVIDIA A100 data sheet (40GB SXM: 1,555 GB/s, 312 TFLOPS bf16 dense)",
+                basis="both shares borrowed from the A100 80GB (same chip, HBM2 memory)")
 
 # --- the models (shapes from each model's config.json on the Hugging Face Hub) ------------------
 LLAMA_32_1B = Model("1b", "Llama-3.2-1B", layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64,
@@ -273,6 +301,15 @@ DEPLOYMENTS: dict[str, Deployment] = {
         Deployment(H200, LLAMA_31_70B, tensor_parallel=2),
         Deployment(A100, LLAMA_31_70B, tensor_parallel=4),
     )
+}
+
+#: the batches a server runs at once that the batch profiles price (``<gpu>-<model>-b<B>``)
+BATCHES = (32, 128)
+#: the batched profiles: the 8B model on an H100 serving :data:`BATCHES` requests at a time, each step
+#: priced by the tokens each request verifies in it (every request drafting alike). Their grid's long
+#: contexts price batches whose caches do not fit (:meth:`Deployment.max_context`; docs/hardware.md)
+BATCH_DEPLOYMENTS: dict[str, Deployment] = {
+    d.name: d for d in (Deployment(H100, LLAMA_31_8B, batch=b) for b in BATCHES)
 }
 
 
@@ -322,6 +359,11 @@ SOURCES = {
                     "'Performance benchmarks', NVIDIA H100, bfloat16 prefill",
     "llama.cpp": "github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference, README.md at commit 00dd2bd, "
                  "'LLaMA 3', NVIDIA GPUs (May 2024 snapshot)",
+    # the batched checks (BATCH_CALIBRATION)
+    "musgrave": "johnmusgrave.com, 'vLLM throughput-latency sweep on NVIDIA A100' (vLLM 0.23.0, "
+                "vllm bench serve, random 1,024-token prompts, 128 output tokens, --ignore-eos, concurrency 1..64)",
+    "inferencebench": "yobitelcomm.github.io/bench, 'Recipe: concurrency sweep' (InferenceBench, vLLM 0.21.0, "
+                      "H100-80GB-HBM3, fp16, workload llm.inference.chatbot-short, captured 2026-05-16)",
 }
 #: gpt-fast's and torchao's generate.py make 100 tokens after a 5-6-token prompt (their defaults,
 #: which their READMEs' benchmark commands keep): ~55 cached tokens on average
@@ -369,6 +411,78 @@ CALIBRATION: tuple[Calibration, ...] = (
 )
 
 
+# --- calibration of the batched model -------------------------------------------------------------
+@dataclass(frozen=True)
+class BatchPoint:
+    """A published figure of a server decoding ``concurrency`` requests at once, and the model's
+    estimate of it; every point is a check (none set an input).
+
+    ``published`` is the median time per output token (TPOT, milliseconds) of a request decoding
+    with ``context`` tokens cached on average, or, with ``gain_over`` set, the ratio of a closed-loop
+    benchmark's output throughput at ``concurrency`` to that at ``gain_over`` (fixed ``prompt`` and
+    ``output`` lengths per request). ``note`` says why a point is outside :data:`TOLERANCE`.
+    """
+
+    source: str
+    setting: str
+    deployment: Deployment  # at batch 1: the point's concurrency sets the batch
+    concurrency: int
+    published: float
+    context: int = 0
+    gain_over: int = 0
+    prompt: int = 0
+    output: int = 0
+    note: str = ""
+
+    def at(self, batch: int) -> Deployment:
+        """The point's deployment serving ``batch`` requests at once."""
+        return replace(self.deployment, batch=batch)
+
+    def throughput(self, batch: int) -> float:
+        """Output tokens per second of the closed loop at ``batch``: each request's prefill priced
+        alone and, apart from it, ``output`` one-token steps at the mean context: a cycle of ``batch``
+        requests takes ``batch`` prefills and ``output`` steps (the prefills stall the decoding)."""
+        d = self.at(batch)
+        cycle = batch * d.prefill_seconds(self.prompt) + self.output * d.forward_seconds(1, self.prompt + self.output // 2)
+        return batch * self.output / cycle
+
+    @property
+    def estimate(self) -> float:
+        """The model's TPOT in milliseconds, or its throughput gain (``gain_over``)."""
+        if self.gain_over:
+            return self.throughput(self.concurrency) / self.throughput(self.gain_over)
+        return 1e3 * self.at(self.concurrency).forward_seconds(1, self.context)
+
+    @property
+    def error(self) -> float:
+        """Estimate over published, minus one (a TPOT: -0.20 says the model's steps are 20% faster)."""
+        return self.estimate / self.published - 1.0
+
+
+#: the chatbot-short workload's lengths are not published: its points are priced at this many cached
+#: tokens (docs/hardware.md gives the estimates at 128 and 2,048 too)
+SHORT_CHAT = 512
+
+BATCH_CALIBRATION: tuple[BatchPoint, ...] = (
+    BatchPoint("musgrave", "one request at a time: 'about 75 tokens/sec' (TPOT 13.3 ms), A100 40GB, bf16",
+               Deployment(A100_40GB, LLAMA_31_8B), 1, 1e3 / 75, context=1024 + 64),
+    BatchPoint("musgrave", "throughput at concurrency 8 over concurrency 1: 'a 6.6x gain'", Deployment(A100_40GB, LLAMA_31_8B),
+               8, 6.6, gain_over=1, prompt=1024, output=128),
+    BatchPoint("inferencebench", "median TPOT at concurrency 1", Deployment(H100, LLAMA_31_8B), 1, 6.48,
+               context=SHORT_CHAT, note="vLLM 0.21 decodes one request faster than the torchao point the H100's "
+                                        "bandwidth share was fitted on (126.90 tokens/s, 7.9 ms)"),
+    BatchPoint("inferencebench", "median TPOT at concurrency 4", Deployment(H100, LLAMA_31_8B), 4, 6.59,
+               context=SHORT_CHAT, note="as at concurrency 1"),
+    BatchPoint("inferencebench", "median TPOT at concurrency 16", Deployment(H100, LLAMA_31_8B), 16, 10.94,
+               context=SHORT_CHAT, note="published TPOT grows 1.69x from concurrency 1 to 16, the model's 1.06x: "
+                                        "other requests' prefills stall the decoding steps, and small-batch "
+                                        "kernels fall short of the roofline"),
+    BatchPoint("inferencebench", "median TPOT at concurrency 64", Deployment(H100, LLAMA_31_8B), 64, 46.91,
+               context=SHORT_CHAT, note="the server saturated on something the model has not: its throughput fell "
+                                        "from 1,384 tokens/s at concurrency 16 to 1,312 (p99 TTFT 465 ms)"),
+)
+
+
 # --- the named profiles -----------------------------------------------------------------------
 def _flat() -> CostProfile:
     name = f"flat: an idealised large GPU, up to 64 tokens for one {1e3 * FLAT_FORWARD_S:.0f} ms forward"
@@ -381,6 +495,7 @@ PROFILES: dict[str, CostProfile] = {
     "cpu": CPU_SMOLLM2,
     "flat": _flat(),
     **{name: d.profile() for name, d in DEPLOYMENTS.items()},
+    **{name: d.profile() for name, d in BATCH_DEPLOYMENTS.items()},
 }
 
 
@@ -453,7 +568,8 @@ RELATIVE_CONTEXTS = (1024, 8192)
 
 
 def compute_bound_from(deployment: Deployment, context: int, up_to: int = 4096) -> int | None:
-    """The fewest tokens per forward at which ``deployment`` turns compute-bound (None: not up to ``up_to``)."""
+    """The fewest tokens per forward (per request, at a batch) at which ``deployment`` turns
+    compute-bound (None: not up to ``up_to``)."""
     return next((k for k in range(1, up_to + 1) if deployment.terms(k, context).bound == "compute"), None)
 
 
@@ -483,7 +599,51 @@ def summary() -> str:
             f"{worst.source}, {where} ({100 * worst.error:+.1f}%)")
 
 
+#: the tokens per request per step, and the contexts, the batch profiles' table shows
+BATCH_SIZES = (2, 4, 8, 16, 64)
+BATCH_CONTEXTS = (1024, 2048)
+
+
+def batch_profile_rows() -> list[str]:
+    """One markdown table row per batch profile, after ``h100-8b`` (batch 1) for reference: at each of
+    :data:`BATCH_CONTEXTS`, the step over one token per request and the cost of :data:`BATCH_SIZES`
+    tokens per request relative to it, and the fewest tokens per request from which a step is
+    compute-bound; then the longest cache per request that fits beside the weights."""
+    rows = []
+    for name, d in {"h100-8b": DEPLOYMENTS["h100-8b"], **BATCH_DEPLOYMENTS}.items():
+        p = PROFILES[name]
+        cells = [f"{1e3 * p.cost(1, c):.2f} ms; " + " / ".join(f"{p.relative(k, c):.3f}" for k in BATCH_SIZES)
+                 + f"; {compute_bound_from(d, c)}" for c in BATCH_CONTEXTS]
+        rows.append(f"| `{name}` | {d.batch} | {' | '.join(cells)} | {d.max_context():,} |")
+    return rows
+
+
+def batch_calibration_rows() -> list[str]:
+    """One markdown table row per batched calibration point: source, setting, model and GPU,
+    concurrency, cached tokens, published and estimated figure, the error."""
+    rows = []
+    for point in BATCH_CALIBRATION:
+        d = point.deployment
+        what = (f"throughput x (vs {point.gain_over})", "x") if point.gain_over else ("TPOT", "ms")
+        cached = f"{point.prompt:,} prompt + {point.output}" if point.gain_over else f"~{point.context:,}"
+        rows.append(f"| {point.source} | {point.setting} | {d.model.name}, {d.gpu.name} | {point.concurrency} | {cached} | "
+                    f"{what[0]} | {point.published:,.2f} {what[1]} | {point.estimate:,.2f} {what[1]} | "
+                    f"{100 * point.error:+.1f}% |")
+    return rows
+
+
+def batch_summary() -> str:
+    """How the batched checks fare against :data:`TOLERANCE`."""
+    inside = sum(abs(p.error) <= TOLERANCE for p in BATCH_CALIBRATION)
+    worst = max(BATCH_CALIBRATION, key=lambda p: abs(p.error))
+    return (f"{inside} of {len(BATCH_CALIBRATION)} batched checks within {100 * TOLERANCE:.0f}%; the farthest: "
+            f"{worst.source}, concurrency {worst.concurrency} ({100 * worst.error:+.1f}%)")
+
+
 if __name__ == "__main__":
     for rows in (gpu_rows(), model_rows(), calibration_rows(), profile_rows()):
         print("\n".join(rows), end="\n\n")
-    print(summary())
+    print(summary(), end="\n\n")
+    for rows in (batch_calibration_rows(), batch_profile_rows()):
+        print("\n".join(rows), end="\n\n")
+    print(batch_summary())

@@ -3,6 +3,7 @@ calibration against published measurements (the table docs/hardware.md shows).""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -12,9 +13,10 @@ import pytest
 from pldcore.cost import CPU_SMOLLM2
 from pldcore.errors import PLDError
 from pldcore.hardware import (
-    A100, CALIBRATION, CONTEXTS, DEPLOYMENTS, FLAT_FORWARD_S, H100, LLAMA_2_7B, LLAMA_2_70B, LLAMA_31_8B,
-    LLAMA_31_70B, LLAMA_32_1B, PROFILES, SIZES, SOURCES, TOLERANCE, Deployment, calibration_rows,
-    compute_bound_from, gpu_rows, model_rows, profile_named, profile_rows, summary,
+    A100, BATCH_CALIBRATION, BATCH_DEPLOYMENTS, BATCHES, CALIBRATION, CONTEXTS, DEPLOYMENTS, FLAT_FORWARD_S, H100,
+    LLAMA_2_7B, LLAMA_2_70B, LLAMA_31_8B, LLAMA_31_70B, LLAMA_32_1B, PROFILES, SIZES, SOURCES, TOLERANCE, Deployment,
+    batch_calibration_rows, batch_profile_rows, batch_summary, calibration_rows, compute_bound_from, gpu_rows,
+    model_rows, profile_named, profile_rows, summary,
 )
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "hardware.md"
@@ -119,7 +121,7 @@ def test_registry_holds_the_reference_cpu_profile_itself_and_the_flat_idealisati
     flat = profile_named("flat")
     assert flat.cost(1) == flat.cost(64) == FLAT_FORWARD_S
     assert flat.relative(65) == 2.0
-    assert set(PROFILES) == {"cpu", "flat", *DEPLOYMENTS}
+    assert set(PROFILES) == {"cpu", "flat", *DEPLOYMENTS, *BATCH_DEPLOYMENTS}
     assert profile_named("h100-8b") is profile_named(" H100-8B") is PROFILES["h100-8b"]
 
 
@@ -155,12 +157,68 @@ def test_calibration_estimates_move_with_their_inputs():
     assert slower.estimate < point.estimate and slower.error < point.error
 
 
+# -- a batch of requests -------------------------------------------------------------------------------
+#: sha256 of the one-request profiles' JSON (sorted by name), as they were before the batch existed:
+#: adding the batch changed none of their numbers; an input changed on purpose changes this digest too
+ONE_REQUEST_DIGEST = "aa33138ae6a5b38ff761b1232ad8d7c39f30fc5c05714d1ca6a8ddca977282c9"
+
+
+def test_batch_one_is_the_one_request_model_to_the_last_bit():
+    text = "".join(PROFILES[name].to_json() for name in sorted(DEPLOYMENTS))
+    assert hashlib.sha256(text.encode()).hexdigest() == ONE_REQUEST_DIGEST
+    for name, d in DEPLOYMENTS.items():
+        assert replace(d, batch=1) == d and d.name == name
+    for k, c in ((1, 0), (7, 1000), (300, 8192)):
+        assert H100_8B.terms(k, c, batch=1) == H100_8B.terms(k, c)
+
+
+def test_a_step_reads_the_weights_once_and_each_requests_cache_and_does_each_requests_flops():
+    one, b32 = H100_8B.terms(4, 2048), BATCH_DEPLOYMENTS["h100-8b-b32"].terms(4, 2048)
+    m, bandwidth = LLAMA_31_8B, H100.memory_gbps * 1e9 * H100.bandwidth_share
+    weights_s = m.read_params * m.weight_bytes / bandwidth
+    assert b32.memory_s - weights_s == pytest.approx(32 * (one.memory_s - weights_s))
+    assert b32.compute_s == pytest.approx(32 * one.compute_s)
+    assert b32.overhead_s == one.overhead_s  # one engine step, whatever the batch
+
+
+def test_batch_profiles_are_named_priced_per_step_and_turn_compute_bound_sooner():
+    assert set(BATCH_DEPLOYMENTS) == {f"h100-8b-b{b}" for b in BATCHES} == {"h100-8b-b32", "h100-8b-b128"}
+    for name, d in BATCH_DEPLOYMENTS.items():
+        p = profile_named(name)
+        assert p is PROFILES[name] and p.sizes == SIZES and p.contexts == CONTEXTS
+        assert p.cost(8, 1024) == pytest.approx(d.forward_seconds(8, 1024))
+        assert p.prefill_cost(1024) == PROFILES["h100-8b"].prefill_cost(1024)  # a prompt priced alone
+        assert f"batch {d.batch}" in p.device and "roofline estimate" in p.device
+    ridges = [compute_bound_from(d, 1024) for d in (H100_8B, *BATCH_DEPLOYMENTS.values())]
+    assert ridges == sorted(ridges, reverse=True) and ridges[-1] <= 8
+    assert profile_named("h100-8b-b128").relative(16, 1024) > profile_named("h100-8b-b32").relative(16, 1024) > 1.5
+
+
+def test_a_batch_holds_fewer_tokens_per_request():
+    b128 = BATCH_DEPLOYMENTS["h100-8b-b128"]
+    assert b128.fits(b128.max_context()) and not b128.fits(b128.max_context() + 1)
+    assert not b128.fits(4096) and BATCH_DEPLOYMENTS["h100-8b-b32"].fits(8192)
+    with pytest.raises(ValueError, match="batch"):
+        Deployment(H100, LLAMA_31_8B, batch=0)
+
+
+def test_every_batched_check_is_within_the_tolerance_or_says_why_not():
+    assert {p.source for p in BATCH_CALIBRATION} <= set(SOURCES)
+    for point in BATCH_CALIBRATION:
+        assert abs(point.error) <= TOLERANCE or point.note, (point.setting, point.error)
+        assert point.deployment.batch == 1  # the point's concurrency sets the batch
+    gain = next(p for p in BATCH_CALIBRATION if p.gain_over)
+    assert gain.throughput(8) > gain.throughput(1)  # weights shared: more requests, more tokens a second
+
+
 # -- the docs show these very tables ---------------------------------------------------------------------
 def test_the_docs_tables_are_the_codes():
     text = DOC.read_text()
-    missing = [row for row in (*gpu_rows(), *model_rows(), *calibration_rows(), *profile_rows()) if row not in text]
+    rows = (*gpu_rows(), *model_rows(), *calibration_rows(), *profile_rows(), *batch_calibration_rows(),
+            *batch_profile_rows())
+    missing = [row for row in rows if row not in text]
     assert missing == []
-    assert summary() in text
+    assert summary() in text and batch_summary() in text
     assert all(source in text for source in SOURCES.values())
 
 

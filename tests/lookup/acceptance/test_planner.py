@@ -203,3 +203,17 @@ def test_the_planned_chain_is_plan_chain_at_the_context_bucket(acc, context):
     # a profile without a context axis has one table
     flat = Planner(CostProfile.flat(64), 12)
     assert np.array_equal(flat.costs(context), flat.costs(0))
+
+
+def test_a_batch_profile_shortens_the_planned_draft_down_to_nothing():
+    # at a batch every request's draft makes the shared step dearer (pldcore.hardware's -b<n> profiles):
+    # the planner reads that from the profile's relative costs, and an empty draft is one of its choices
+    from lookup.acceptance import Planner
+    from pldcore.hardware import profile_named
+
+    one, b32, b128 = (Planner(profile_named(name), 32) for name in ("h100-8b", "h100-8b-b32", "h100-8b-b128"))
+    likely = np.full(32, 0.9)
+    assert one.chain(likely, 1024) == 32 > b32.chain(likely, 1024) > b128.chain(likely, 1024) > 0
+    unlikely = np.full(32, 0.0005)  # worth less than the 0.07% a one-node draft adds to a step of 128 requests
+    assert b128.chain(unlikely, 512) == 0 < one.chain(unlikely, 512)
+    assert b128.tree(np.full(8, 0.0005), 512) == 0
