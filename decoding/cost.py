@@ -200,7 +200,8 @@ def estimated_times(steps, profile: CostProfile, with_prefill: bool = True,
     start = steps[0].context
     tokens = sum(s.committed for s in steps)
     plain = sum(profile.cost(1, start + i) for i in range(tokens))
-    spent = sum(profile.cost(s.drafted + 1, s.context) + s.drafter_s for s in steps)
+    # a server drafting a batch pays its requests' drafter time (over its drafting threads) in each step
+    spent = sum(profile.cost(s.drafted + 1, s.context) + profile.drafter_scale * s.drafter_s for s in steps)
     rows_extra = profile.prefill_cost(start, rows=True) - profile.prefill_cost(start) if prefill_rows else 0.0
     if not with_prefill:
         return plain, spent + rows_extra

@@ -24,6 +24,7 @@ from lookup.specs import parse_list  # noqa: E402
 
 import lookup  # noqa: E402
 from pldcore.errors import PLDError  # noqa: E402
+from pldcore.setting import Regime  # noqa: E402
 from experiments.reporting.export import FORMATS, check_writable  # noqa: E402
 from experiments.reporting.plots import plot_folder, write_plots  # noqa: E402
 from experiments.reporting.summary import oracle_speedups, oracle_times  # noqa: E402
@@ -32,7 +33,7 @@ from experiments.reporting.wandb_log import experiment_label, log_comparison, re
 from experiments.running.live import Comparison  # noqa: E402
 from experiments.running.methods import parse_method  # noqa: E402
 from experiments.running.replay import ReplayComparison, replay_methods, replayable_spec  # noqa: E402
-from experiments.running.tracks import profile_arg  # noqa: E402
+from experiments.running.tracks import profile_arg, track_regime  # noqa: E402
 
 DEFAULT_METHODS = "hf-greedy,hf-lookup,none,unfold"
 
@@ -68,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(adaptive:history=true) learn from earlier cases only; live, each drafter runs every case again")
     add_traces_options(p, "the shipped benchmark of the embedded model; either one implies --replay")
     p.add_argument("--profile", default=None, metavar="NAME|FILE",
-                   help="--replay under this cost profile, planned and priced: a board track (cpu, flat, h100-8b), any "
+                   help="--replay under this cost profile, planned and priced: a track (cpu, flat, h100-8b; sampled at "
+                        "temperature 1: cpu-t1, h100-8b-t1; a server at a batch: h100-8b-b32, h100-8b-b128), any "
                         "profile of docs/hardware.md (drafts of up to 63 nodes), or a JSON file (default: the traces')")
     p.add_argument("--wandb", default=None, choices=["online", "offline", "off"],
                    help="W&B logging (default: online when logged in, offline when WANDB_MODE=offline, else off; "
@@ -88,6 +90,18 @@ def resolve_case_count(args: argparse.Namespace) -> None:
     if args.prompts is None:
         args.full = args.full or (args.replay and not args.quick)
         args.prompts = 1
+
+
+def use_track_regime(args: argparse.Namespace, regime: Regime) -> None:
+    """A sampled track (``--profile cpu-t1``) replays its regime's traces: ``--temperature`` and the rest
+    are the track's unless given otherwise, which is refused in one line."""
+    if regime.greedy:
+        return
+    given = Regime(args.temperature, args.top_k, args.top_p)
+    if not given.greedy and given != regime:
+        raise PLDError(f"--profile {args.profile} is a track sampled at {regime.describe()}; --temperature and "
+                       f"the rest say {given.describe()}: give one of them")
+    args.temperature, args.top_k, args.top_p = regime.temperature, regime.top_k, regime.top_p
 
 
 def default_methods() -> list[str]:
@@ -115,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parsed = replay_methods(methods) if args.replay else [parse_method(m) for m in methods]
     if args.replay:
         profile, budget = profile_arg(args.profile)
+        use_track_regime(args, track_regime(args.profile))
         comparison = ReplayComparison.from_args(args, parsed, profile, budget)
     else:
         comparison = Comparison.from_args(args, parsed)

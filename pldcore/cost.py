@@ -52,6 +52,9 @@ class CostProfile:
     measured_at: str = ""  # ISO time of the measurement ("" = unknown)
     host: str = ""  # the machine it was measured on (CPU model and cores, or the GPU)
     load_per_core: float | None = None  # the 1-minute load average per core when the measurement began
+    #: how many times one request's drafter seconds count in a step: 1 for one request at a time; a
+    #: server drafting a batch of B requests over T threads pays B / T of them (pldcore.hardware)
+    drafter_scale: float = 1.0
 
     def __post_init__(self) -> None:
         if len(self.sizes) != len(self.seconds) or not self.sizes:
@@ -124,7 +127,10 @@ class CostProfile:
         return cls((1, up_to, up_to + 1), (seconds, seconds, seconds * 2), model=name, device="ideal")
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self))
+        data = asdict(self)
+        if self.drafter_scale == 1.0:  # one request at a time: stored as every profile before batches was
+            del data["drafter_scale"]
+        return json.dumps(data)
 
     @classmethod
     def from_json(cls, text: str) -> "CostProfile":
@@ -139,6 +145,7 @@ class CostProfile:
             tuple(data.get("contexts", ())), tuple(tuple(row) for row in data.get("grid", ())),
             tuple(data.get("prefill", ())), tuple(data.get("prefill_rows", ())), data.get("spread"),
             data.get("measured_at", ""), data.get("host", ""), data.get("load_per_core"),
+            float(data.get("drafter_scale", 1.0)),
         )
 
     def save(self, path: str | Path) -> None:

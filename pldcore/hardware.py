@@ -245,6 +245,7 @@ class Deployment:
             prefill=tuple(self.prefill_seconds(c) for c in CONTEXTS),
             prefill_rows=tuple(self.prefill_seconds(c, rows=True) for c in CONTEXTS),
             host=f"{ESTIMATE} (pldcore/hardware.py)",
+            drafter_scale=self.batch / DRAFT_THREADS if self.batch > 1 else 1.0,
         )
 
 
@@ -303,6 +304,10 @@ DEPLOYMENTS: dict[str, Deployment] = {
     )
 }
 
+#: threads a server drafts a batch's requests over, each request's lookup on one of them: vLLM's n-gram
+#: proposer (vllm/v1/spec_decode/ngram_proposer.py) runs its batch in numba's parallel loop over
+#: min(8, physical cores) threads; so a step at a batch of B pays B / 8 of one request's drafter time
+DRAFT_THREADS = 8
 #: the batches a server runs at once that the batch profiles price (``<gpu>-<model>-b<B>``)
 BATCHES = (32, 128)
 #: the batched profiles: the 8B model on an H100 serving :data:`BATCHES` requests at a time, each step

@@ -171,6 +171,8 @@ class ReplayComparison:
                        "traces": [f"{s.path.name}:{len(s.cases)}" for s in self.sets],
                        "profile": self.profile.model, **({"stream": True} if stream else {}),
                        **({} if self.setting.regime.greedy else {"regime": self.setting.regime.name}),
+                       # profiles of one model on other hardware or batches (h100-8b, -b32, a100-8b) differ here
+                       **({} if profile is None else {"device": self.profile.device}),
                        **({"draft_budget": draft_budget} if draft_budget != DRAFT_BUDGET else {})}
         self.experiment = config_hash(self.config)
         self.codes = {m.spec: code_key(*m.drafter_spec.classes(), profile=self.profile) for m in self.methods}

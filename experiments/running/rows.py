@@ -121,7 +121,7 @@ def run_times(result: GenerationResult, profile: CostProfile, with_prefill: bool
     counts it too). ``with_prefill=False`` rates the decoding phase alone (prefill 0.0)."""
     stats = result.stats
     plain, spent = estimated_times(stats.steps, profile, with_prefill=with_prefill, prefill_rows=stats.top_rows > 0)
-    outside_steps = max(0.0, stats.drafter_s - sum(s.drafter_s for s in stats.steps))
+    outside_steps = profile.drafter_scale * max(0.0, stats.drafter_s - sum(s.drafter_s for s in stats.steps))
     prefill = profile.prefill_cost(stats.steps[0].context) if with_prefill and stats.steps else 0.0
     return plain, spent + outside_steps, prefill
 
