@@ -22,7 +22,6 @@ name), 2 a usage error (one line: a syntax error, parameters its class refuses, 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -53,6 +52,8 @@ from experiments.competition.text import clean  # noqa: E402
 from experiments.reporting.summary import oracle_gain  # noqa: E402
 from pldcore.errors import PLDError  # noqa: E402
 from pldcore.names import unknown_name  # noqa: E402
+from pldcore.params import MAX_PARAMS_BYTES, MAX_PARAMS_DEPTH, check_params  # noqa: E402
+from experiments.benchmarks.untrusted import parse_json  # noqa: E402
 from lookup.specs import parse_spec  # noqa: E402
 
 
@@ -223,20 +224,23 @@ def _say_rank(board: Board, info: dict, name: str, oracle: Entry) -> None:
 
 def _params(text: str | None) -> dict:
     """``--params``: a JSON object, or ``key=value`` pairs joined by ``:`` as in a drafter spec
-    (``max_tokens=8:min_match=2``; values are Python literals, as ``compare.py --drafters`` reads them)."""
+    (``max_tokens=8:min_match=2``; values are Python literals, as ``compare.py --drafters`` reads them),
+    bounded as every parameter is (``pldcore.params``: depth, size, types) before anything runs."""
     if not text:
         return {}
+    if len(text) > 4 * MAX_PARAMS_BYTES:  # bounded before it is parsed, whatever it holds
+        raise PLDError(f"--params: over {MAX_PARAMS_BYTES} bytes")
     if text.lstrip().startswith("{"):
-        try:
-            params = json.loads(text)
-        except ValueError as exc:
-            raise PLDError(f"--params is not JSON: {exc}") from None
+        params = parse_json(text, "--params", "parameter object", max_depth=MAX_PARAMS_DEPTH)
         if not isinstance(params, dict):
             raise PLDError("--params must be a JSON object, like '{\"max_tokens\": 8}', or max_tokens=8")
-        return params
+        return check_params(params, "--params")
     if "=" not in text:
         raise PLDError("--params takes key=value pairs joined by ':' (max_tokens=8:min_match=2) or a JSON object")
-    return parse_spec(f"submission:{text}")[1]
+    try:
+        return check_params(parse_spec(f"submission:{text}")[1], "--params")
+    except (RecursionError, MemoryError):  # a literal nested past the parser's patience
+        raise PLDError(f"--params: nested deeper than {MAX_PARAMS_DEPTH} levels") from None
 
 
 def _named_benchmark(args, board: Board) -> str:

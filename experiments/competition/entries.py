@@ -572,7 +572,9 @@ def submission_of(entry: dict, board: Board | None = None) -> Submission:
     loaded: a drafter whose code ships with pld-lab (by its registered name, never a path), an
     installed plug-in's entry point (resolved from its package's metadata, run only in the sandbox),
     or a file in ``board``'s store holding exactly what was scored. A PLDError says why not."""
-    source, params = entry.source, dict(entry.params)
+    # the file's own value, bounded again (a hand-edited board): the typed entry shows none that is not
+    source, raw = entry.source, entry.record.get("params") if entry.record else dict(entry.params)
+    params = {} if raw is None else raw
     if source.kind == "builtin":  # under the entry's name: a stream entry is `<name>:history=true`
         submission = Submission.builtin(source.name, params)
         return dataclasses.replace(submission, name=clean(entry.name, 48) or submission.name)

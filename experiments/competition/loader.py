@@ -27,6 +27,7 @@ from experiments.competition.records import (DISQUALIFIED, OK, Attempt, Entry, G
 from experiments.competition.text import clean
 from experiments.running.explain import PARTS, Loss
 from pldcore.errors import PLDError
+from pldcore.params import check_params
 
 
 # -- fields --------------------------------------------------------------------------------------------
@@ -74,6 +75,16 @@ def source_of(value: Any) -> Source:
     return Source(**{k: _text(source.get(k)) for k in ("kind", "name", "sha256", "display")})
 
 
+def _params(value: Any) -> dict:
+    """An entry's parameters where they are within what a spec can hold (``pldcore.params``), else
+    none: a hand-edited file's payload is neither shown nor run again (``entries.submission_of``
+    checks the file's own value and refuses it)."""
+    try:
+        return check_params(value)
+    except PLDError:
+        return {}
+
+
 def _verify(value: Any) -> Verify | None:
     if not isinstance(value, dict) or not value:
         return None
@@ -108,7 +119,7 @@ def _oracle_gap(value: Any) -> dict[str, Loss] | None:
 
 def _attempts(value: Any) -> tuple[Attempt, ...]:
     return tuple(Attempt(time=_text(a.get("time")), status=_text(a.get("status")), score=number(a.get("score")),
-                         reason=_text(a.get("reason")), params=_object(a.get("params")),
+                         reason=_text(a.get("reason")), params=_params(a.get("params")),
                          source=source_of(a.get("source")), record=a)
                  for a in (value if isinstance(value, list) else []) if isinstance(a, dict))
 
@@ -139,7 +150,7 @@ def entry_of(record: Any, where: str = "the board") -> Entry:
         public=scores_of(record, status=None),
         tracks=_tracks(record.get("tracks")),
         cross_fitted=scores_of(record["cross_fitted"]) if isinstance(record.get("cross_fitted"), dict) else None,
-        source=source_of(record.get("source")), params=_object(record.get("params")),
+        source=source_of(record.get("source")), params=_params(record.get("params")),
         code=_text(record.get("code")), stream=bool(record.get("stream")),
         refused=tuple(_text(r) or "" for r in refused) if isinstance(refused, list) else (),
         refused_count=int(count) if count is not None else 0,

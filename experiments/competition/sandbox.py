@@ -73,6 +73,7 @@ from pldcore.errors import PLDError
 from lookup.files import compile_source, file_drafter_name
 from lookup.registry import ENTRY_POINT_GROUP
 from pldcore.names import unknown_name
+from pldcore.params import check_params
 
 CHILD_SCRIPT = Path(child_side.__file__).resolve()
 CONFINE_SCRIPT = Path(confine.__file__).resolve()
@@ -112,6 +113,11 @@ class Submission:
     name: str
     source: dict  # {"kind": "file", "path": ...} | {"kind": "entry_point", "name": ...} | {"kind": "builtin", "name": ...}
     params: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # bounded where they enter, before anything is scored or written: a parameter 60 lists deep
+        # once made the board file unreadable for everyone (pldcore.params)
+        check_params(self.params, f"the parameters of {clean(self.name, 48)!r}")
 
     @classmethod
     def file(cls, path: str | Path, name: str | None = None, params: dict | None = None,
