@@ -44,6 +44,7 @@ from experiments.competition.loader import entry_of, key_of  # noqa: E402
 from experiments.competition.ranking import (PUBLIC, board_scores, public_standing, ranked, standing,  # noqa: E402
                                              track_names)
 from experiments.competition.records import Entry  # noqa: E402
+from experiments.competition.owners import check_owner, key_file, owner_proof, submitter_key  # noqa: E402
 from experiments.competition.render import entry_details, text_board, write_outputs  # noqa: E402
 from experiments.competition.fresh_cases import DEFAULT_PER_TASK, draw_seed, fresh_info, record_fresh  # noqa: E402
 from experiments.competition.sandbox import Limits, Submission  # noqa: E402
@@ -79,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file", nargs="?", help="a .py file that defines one Drafter subclass")
     s.add_argument("--entry-point", default=None, help="an installed plug-in (entry point group pld_lab.drafters)")
     s.add_argument("--name", default=None, help="the entry's name (default: the file name or entry point)")
+    s.add_argument("--key", default=None,
+                   help="the key that owns --name (default: this account's key file, ~/.config/pld-lab/submitter.key, "
+                        "made on first use); a name's entry is replaced only by its owner's submissions")
     s.add_argument("--params", default=None,
                    help="keyword arguments for the drafter's constructor: key=value pairs joined by ':' "
                         "(max_tokens=8:min_match=2), or a JSON object")
@@ -169,12 +173,17 @@ def cmd_submit(args, board: Board) -> int:
     else:
         submission = Submission.entry_point(args.entry_point, args.name, params)
     check_name(submission.name, "submission")
+    # the name is the submitter's who took it first (owners.py): refused here, before anything runs,
+    # and again under the board's lock when the entry is recorded
+    proof = owner_proof(submission.name, submitter_key(args.key))
+    data = board.load()
+    taking = check_owner(data, submission.name, proof, (e for e in data["entries"] if key_of(e)[1] == submission.name))
     limits = _limits(args)
     sets, info = _benchmark(args)
     # parameters its class refuses: one line, nothing recorded; a worse or disqualified resubmission
     # does not replace the board's entry of its name (it lists the attempt)
     entry = run_submission(board, submission, sets, info, "submission", limits, not args.no_landlock,
-                           args.require_isolation, keep_best=True)
+                           args.require_isolation, keep_best=True, owner=proof)
     seeded = seed_baselines(board, Board(DEFAULT_BOARD), info)
     oracle = entry_of(ensure_oracle(board, sets, info))
     print(one_line(entry_of(entry)))
@@ -183,6 +192,10 @@ def cmd_submit(args, board: Board) -> int:
         print(f"the board in {board.folder} had no baselines of benchmark {info['hash']}: copied the committed "
               f"board's {seeded} baselines and peers ({clean(portable_path(Board(DEFAULT_BOARD).path), 200)}) "
               "to rank against")
+    if taking:
+        where = "--key" if args.key else clean(str(key_file()).replace(str(Path.home()), "~", 1), 200)
+        print(f"the name {name} is yours now: a submission under it replaces its entry only with your key "
+              f"({where}; `submit --key KEY` from another account)")
     kept = entry_of(entry["kept"]) if "kept" in entry else None  # the board's better entry of its name
     if kept is not None:
         print(f"not recorded: the board keeps {name}'s better entry ({kept.public.score or 0:.3f}x, "

@@ -17,6 +17,7 @@ from typing import Iterator
 from experiments.benchmarks.paths import ROOT
 from experiments.benchmarks.untrusted import clean, read_json
 from experiments.competition.loader import entry_of, key_of, load_entries
+from experiments.competition.owners import check_owner, take
 from experiments.competition.ranking import better
 from experiments.competition.records import Entry
 from pldcore.errors import PLDError
@@ -124,15 +125,21 @@ class Board:
             data["entries"] = [e for e in data["entries"] if key_of(e) != key_of(entry)]
             data["entries"].append(entry)
 
-    def record_best(self, entry: dict, info: dict | None = None) -> tuple[dict, bool]:
+    def record_best(self, entry: dict, info: dict | None = None, owner: str | None = None) -> tuple[dict, bool]:
         """Record a submission's ``entry`` as :meth:`record` does, unless the board holds an entry
         of its name on its benchmark that ranks above it (:func:`ranking.better`: a disqualified or
         lower score never replaces a scored one): that one stays. Either way the entry that stands
         lists this submission in its ``attempts`` (:func:`attempt_of`; oldest first, the last
         :data:`MAX_ATTEMPTS`; an entry recorded before attempts were listed counts as its own
-        first). Returns (the entry that stands, as the board file now holds it; whether it is ``entry``)."""
+        first). ``owner``: the submitter's proof (:mod:`.owners`): checked again under the lock (one
+        line when the name is someone else's: nothing recorded), and the name taken when it is free.
+        Returns (the entry that stands, as the board file now holds it; whether it is ``entry``)."""
         new = entry_of(entry)
         with self.editing() as data:
+            if owner is not None:
+                name = key_of(entry)[1] or ""
+                if check_owner(data, name, owner, (e for e in data["entries"] if key_of(e)[1] == name)):
+                    take(data, name, owner)
             if info is not None:
                 data["benchmarks"][entry["benchmark"]] = info
             same = [e for e in data["entries"] if key_of(e) == key_of(entry)]

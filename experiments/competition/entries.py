@@ -30,6 +30,7 @@ from experiments.competition.text import clean, clean_block, portable_refusal
 from experiments.running.explain import pool_losses
 from decoding.progress import progress_bar
 from experiments.running.store import code_key, git_sha
+from lookup.files import file_drafter_name
 from lookup.specs import DrafterSpec
 from pldcore.errors import PLDError
 
@@ -87,7 +88,14 @@ def check_name(name: str, kind: str) -> str:
         raise PLDError(f"name {name!r}: use 1-48 letters, digits, '.', '_' or '-', starting with a letter or digit")
     if kind == "submission" and (name == ORACLE or name in lookup.builtin_names()):
         raise PLDError(f"name {name!r} is taken by a baseline; choose another --name")
+    if kind == "submission" and name in example_names():
+        raise PLDError(f"name {name!r} is taken by an example the build submits; choose another --name")
     return name
+
+
+def example_names() -> set[str]:
+    """The names of the example submissions (``build --examples`` enters them, under no owner)."""
+    return {file_drafter_name(path) for path in EXAMPLES.glob("*.py")}
 
 
 def _number(value) -> float | int | None:
@@ -223,7 +231,7 @@ def _fitted_on(submission, sets) -> str | None:
 
 def run_submission(board: Board, submission, sets, info: dict, kind: str, limits, landlock: bool = True,
                    require_isolation: bool = False, stream: bool = False, keep_best: bool = False,
-                   tracks: Sequence[Track] | None = None) -> dict:
+                   tracks: Sequence[Track] | None = None, owner: str | None = None) -> dict:
     """Evaluate in the sandbox and record the entry (disqualified or not); returns the entry.
     ``stream``: one drafter serves the benchmark's cases in order (a ``history=true`` entry). A
     disqualification for time is retried once before it stands (a stall of a shared machine is no
@@ -238,6 +246,8 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
     nothing is recorded. Otherwise the entry is recorded by :meth:`Board.record_best`: it never
     replaces a scored entry of its name with a worse or disqualified one, and the entry that
     stands lists the attempt; when that is the earlier one, the entry returned holds it as ``kept``.
+    ``owner`` (with ``keep_best``): the submitter's proof of the name (:mod:`.owners`), checked when
+    the entry is recorded.
     Without ``keep_best`` (a build: baselines, examples, fresh cases) the entry always replaces
     the board's entry of its name.
 
@@ -287,7 +297,7 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
         if _slip(evaluation):
             _remove(made)  # nothing of this submission stays
             raise PLDError(f"{evaluation.reason.split(': ', 1)[-1]}; nothing recorded: fix --params and submit again")
-        standing, recorded = board.record_best(entry, info)
+        standing, recorded = board.record_best(entry, info, owner=owner)
         if not recorded:
             entry["kept"] = standing
         return entry
