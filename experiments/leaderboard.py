@@ -46,7 +46,8 @@ from experiments.competition.ranking import (PUBLIC, board_scores, public_standi
 from experiments.competition.records import Entry  # noqa: E402
 from experiments.competition.owners import check_owner, key_file, owner_proof, submitter_key  # noqa: E402
 from experiments.competition.render import entry_details, text_board, write_outputs  # noqa: E402
-from experiments.competition.fresh_cases import DEFAULT_PER_TASK, draw_seed, fresh_info, record_fresh  # noqa: E402
+from experiments.competition.fresh_cases import (DEFAULT_PER_TASK, fresh_info, new_seed,  # noqa: E402
+                                                 published_seeds, record_fresh)  # noqa: E402
 from experiments.competition.sandbox import Limits, Submission  # noqa: E402
 from experiments.competition.scoring import CPU_TRACK, benchmark_info, track_named  # noqa: E402
 from experiments.competition.text import clean  # noqa: E402
@@ -106,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"prompts per task of the fresh cases made, recorded and scored at this build, which rank "
                         f"the board (default {DEFAULT_PER_TASK}; 0: the public benchmark only, for a quick local build)")
     b.add_argument("--seed", type=int, default=None,
-                   help="the fresh cases' seed (default: drawn now; give a board's seed to make its cases again)")
+                   help="the fresh cases' seed (default: drawn now, one the board never published; a seed the "
+                        "board published is an audit: scored on a copy of the board, changing no rank)")
     b.add_argument("--verify", action="store_true", help="rerun the top entries live on the embedded model")
     b.add_argument("--verify-top", type=int, default=3)
     b.add_argument("--verify-prompts", type=int, default=3)
@@ -344,15 +346,35 @@ def cmd_build(args, board: Board) -> int:
     _limits(args)  # a bad limit is one line before any work
     if args.fresh < 0:
         raise PLDError("--fresh must be >= 0 prompts per task")
+    if args.fresh:
+        board = _fresh_seed(args, board)
     if args.traces or args.benchmark:
         return _build(args, board, _folder(args))
-    if args.fresh and args.seed is None:
-        args.seed = draw_seed()
     folders = list(shipped_benchmarks().values())
     for i, folder in enumerate(folders, 1):
         print(f"== benchmark {i} of {len(folders)}: {folder.name}")
         _build(args, board, folder)
     return 0
+
+
+def _fresh_seed(args, board: Board) -> Board:
+    """Settle the build's fresh seed (``args.seed``) and the board it writes. A seed the board has
+    published (``fresh_cases.published_seeds``) ranks nothing again: anyone can make its cases
+    (``check-fresh``) and carry their answers. So an official build draws a seed never published;
+    ``--seed S`` of a published seed is an audit: the whole build runs on a copy of the board in a
+    temporary folder, reports, and leaves this board (and every rank on it) as it was."""
+    published = published_seeds(board.load())
+    if args.seed is None:
+        args.seed = new_seed(published)
+        return board
+    if args.seed not in published:
+        return board
+    import tempfile
+
+    audit = board.copy_to(Path(tempfile.mkdtemp(prefix="pld-audit-")) / "board")
+    print(f"audit: seed {args.seed} was published by {clean(portable_path(board.path), 200)}, so its cases rank "
+          f"nothing again; scoring on a copy of the board ({audit.folder}), this board is left unchanged")
+    return audit
 
 
 def _build(args, board: Board, folder: Path) -> int:
@@ -374,7 +396,7 @@ def _build(args, board: Board, folder: Path) -> int:
         if model is None:
             raise PLDError(f"the traces in {clean(portable_path(folder), 200)} are not of a packaged model, so no "
                            "fresh cases can be recorded for them: build with --fresh 0")
-        seed = draw_seed() if args.seed is None else args.seed
+        seed = args.seed  # settled by _fresh_seed: never published, or an audit on a copy
         fresh_sets, fresh_folder = record_fresh(seed, args.fresh, model=model)
         fresh = fresh_info(fresh_sets, fresh_folder, seed, args.fresh)
         print(f"fresh benchmark {fresh['hash']}: {fresh['cases']} cases (seed {seed}); scoring every entry again")
@@ -435,7 +457,8 @@ def cmd_check_fresh(args, board: Board) -> int:
               f"or Python than the board's; the board records Python {clean(link.get('python'), 20)})")
         return 1
     print(f"identical to the board's fresh benchmark {link['hash']}: the cases it was ranked by; "
-          f"`leaderboard.py build --seed {seed} --fresh {per_task}` scores every entry on them again")
+          f"`leaderboard.py build --seed {seed} --fresh {per_task}` audits every entry on them again (on a copy "
+          "of the board: a published seed ranks nothing again)")
     return 0
 
 

@@ -155,6 +155,18 @@ class Board:
             data["entries"].append({**entry, "attempts": attempts})
             return data["entries"][-1], True
 
+    def copy_to(self, folder: str | Path) -> "Board":
+        """A copy of this board in ``folder`` (its file, as read and checked, and its store's files):
+        what an audit scores on, leaving this one as it was."""
+        copy = Board(folder)
+        atomic_write(copy.path, json.dumps(self.load(), indent=1, default=str) + "\n")
+        store = self.folder / "submissions"
+        if store.is_dir() and not store.is_symlink():
+            for path in store.glob("*.py"):
+                if path.is_file() and not path.is_symlink():
+                    atomic_write(copy.folder / "submissions" / path.name, path.read_bytes())
+        return copy
+
     def entries(self, benchmark: str | None = None) -> list[Entry]:
         """The board's entries (of ``benchmark``, when given), typed and validated (:mod:`.loader`)."""
         return load_entries(self.load()["entries"], clean(self.path), benchmark)

@@ -488,6 +488,9 @@ def link_fresh(board: Board, public: str, fresh: dict) -> None:
         links = data.setdefault("fresh", {})
         links[public] = {"hash": fresh["hash"], "cases": fresh["cases"], "tasks": fresh["tasks"],
                          "time": now(), **fresh["fresh"]}
+        # published now: kept for good, so that no later build ranks by these cases (fresh_cases.published_seeds)
+        seeds = data["seeds"] if isinstance(data.get("seeds"), list) else []
+        data["seeds"] = seeds + [fresh["fresh"]["seed"]] * (fresh["fresh"]["seed"] not in seeds)
 
 
 def fresh_link(board: Board, public: str) -> dict | None:

@@ -41,6 +41,30 @@ def draw_seed() -> int:
     return secrets.randbelow(2**31)
 
 
+def published_seeds(data: dict) -> set[int]:
+    """Every fresh seed board file ``data`` has published: its ``seeds`` (each one a build linked,
+    kept for good), and those its fresh links and benchmarks name (a board from before it kept them).
+    Their cases can be made again by anyone (``check-fresh``), so memorised: none ranks again."""
+    def seed(value) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    found = {seed(s) for s in data.get("seeds") or () if isinstance(data.get("seeds"), list)}
+    for table, field in ((data.get("fresh"), None), (data.get("benchmarks"), "fresh")):
+        for value in (table.values() if isinstance(table, dict) else ()):
+            value = value.get(field) if field and isinstance(value, dict) else value
+            found.add(seed(value.get("seed")) if isinstance(value, dict) else None)
+    return found - {None}
+
+
+def new_seed(published: set[int], draw=None) -> int:
+    """A drawn seed the board has never published (``draw``: :func:`draw_seed`; redrawn on the
+    rare collision, so a build's cases are always new ones)."""
+    draw = draw or draw_seed
+    while (seed := draw()) in published:
+        pass
+    return seed
+
+
 def fresh_folder(seed: int, per_task: int, model: str = EMBEDDED_NAME) -> Path:
     """Where the fresh cases of ``seed`` are recorded on ``model``: the cache, never the checkout
     (the next build draws other cases; these stay for anyone who wants to check them)."""
