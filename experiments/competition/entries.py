@@ -296,7 +296,8 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
     if keep_best:
         if _slip(evaluation):
             _remove(made)  # nothing of this submission stays
-            raise PLDError(f"{evaluation.reason.split(': ', 1)[-1]}; nothing recorded: fix --params and submit again")
+            fix = "fix --params" if evaluation.reason.startswith("params: ") else "score it on a benchmark that holds it"
+            raise PLDError(f"{evaluation.reason.split(': ', 1)[-1]}; nothing recorded: {fix} and submit again")
         standing, recorded = board.record_best(entry, info, owner=owner)
         if not recorded:
             entry["kept"] = standing
@@ -316,10 +317,12 @@ def _remove(made: Sequence[Path]) -> None:
 
 
 def _slip(evaluation: Evaluation) -> bool:
-    """Whether an evaluation failed only because its class refused its parameters: before any
+    """Whether an evaluation failed only because its class refused its parameters, or because it
+    asks for what the benchmark cannot give (``unscorable``: the vocabulary's strings): before any
     case, with no operation refused (an entry that tried something cannot pass for a slip)."""
     reason = evaluation.reason or ""
-    return reason.startswith("params: ") and not evaluation.cases and not evaluation.refused \
+    # parameters its class refuses, or a benchmark that cannot give what it asks for (the vocabulary)
+    return reason.startswith(("params: ", "unscorable: ")) and not evaluation.cases and not evaluation.refused \
         and not (evaluation.usage or {}).get("refused_count")
 
 

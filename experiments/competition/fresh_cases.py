@@ -24,7 +24,7 @@ from typing import Sequence
 import decoding
 from decoding.loading import EMBEDDED_NAME, cache_dir
 from experiments.benchmarks.fresh import FRESH_VERSION, TASKS, fresh_prompts, space_size
-from experiments.benchmarks.traces import TraceSet, load_trace_sets, model_key, shipped_folder, write_benchmark
+from experiments.benchmarks.traces import VOCAB_FILE, TraceSet, load_trace_sets, model_key, shipped_folder, write_benchmark
 from experiments.competition.scoring import benchmark_info
 from decoding.progress import progress_bar
 from experiments.running.record import record
@@ -82,9 +82,12 @@ def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=p
         raise PLDError(f"--fresh must be >= 1 prompts per task, got {per_task}")
     folder = Path(folder) if folder is not None else fresh_folder(seed, per_task, model)
     folder.mkdir(parents=True, exist_ok=True)
-    reference = shipped_folder(model) / "profile.json"
-    if not (folder / "profile.json").exists():  # scored as the public benchmark is: its reference profile
-        shutil.copyfile(reference, folder / "profile.json")
+    shipped = shipped_folder(model)
+    # scored as the public benchmark is: its reference profile, and the same vocabulary's strings for a
+    # drafter that asks (Drafter.wants_vocab): inside the sandbox the two benchmarks look alike
+    for name in ("profile.json", VOCAB_FILE):
+        if (shipped / name).exists() and not (folder / name).exists():
+            shutil.copyfile(shipped / name, folder / name)
     prompts = fresh_prompts(seed, per_task)
     total = sum(len(p.turns) for task in TASKS for p in prompts[task])
     t0 = time.perf_counter()
