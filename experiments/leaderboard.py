@@ -41,8 +41,8 @@ from experiments.competition.entries import (check_name, ensure_oracle, one_line
                                              verify_entries, verify_prompts)
 from experiments.competition.figures import count_regions, update_files  # noqa: E402
 from experiments.competition.loader import entry_of, key_of  # noqa: E402
-from experiments.competition.ranking import (PUBLIC, board_scores, public_standing, ranked, standing,  # noqa: E402
-                                             track_names)
+from experiments.competition.ranking import PUBLIC, board_scores, ranked, standing, track_names  # noqa: E402
+from experiments.competition.records import PENDING  # noqa: E402
 from experiments.competition.records import Entry  # noqa: E402
 from experiments.competition.owners import check_owner, key_file, owner_proof, submitter_key  # noqa: E402
 from experiments.competition.render import entry_details, text_board, write_outputs  # noqa: E402
@@ -210,13 +210,16 @@ def cmd_submit(args, board: Board) -> int:
 
 def _say_rank(board: Board, info: dict, name: str, oracle: Entry) -> None:
     """Where entry ``name`` stands, in the words and the numbers ``show`` uses (``ranking.standing``:
-    the board proper, the peers ranked apart; by fresh cases where the board links some)."""
+    the board proper, the peers ranked apart; by fresh cases where the board links some). A score on
+    the public benchmark is never shown as a rank: anyone can carry the public answers (a memoriser
+    that drafts only what the context holds is not even flagged), so it is the public score, and the
+    entry is ranked by the fresh cases of the next build."""
     shown, _ = shown_entries(board, info["hash"])
     me = next(e for e in shown if e.name == name)
     label = "public benchmark" if info.get("public") else "benchmark"
-    place, public = standing(shown, name), public_standing(shown, name)
+    place = standing(shown, name)
     shown_oracle = ranked(shown).oracle or oracle
-    if place is not None:
+    if place is not None and (me.fresh is not None or not info.get("public")):
         mine, best = board_scores(me).score, board_scores(shown_oracle).score
         gain = oracle_gain(mine, best)
         share = f"; {100 * gain:.0f}% of the oracle's gain ({best:.3f}x)" if gain is not None else ""
@@ -226,15 +229,16 @@ def _say_rank(board: Board, info: dict, name: str, oracle: Entry) -> None:
         if place[1] == 1:
             print(f"the board in {board.folder} holds no other scored entry to rank against: build it there first "
                   "(leaderboard.py build --board DIR), or submit to the default board (leaderboard/)")
-    elif public is not None:
-        print(f"not ranked yet: the board ranks by fresh cases, which its next build scores {name} on; by public "
-              f"score it is #{public[0]} of {public[1]}, as `leaderboard.py show` lists it")
+    elif board_scores(me).ok or board_scores(me).status == PENDING:  # on the public cases only: a score, not a rank
+        gain = oracle_gain(me.public.score, shown_oracle.public.score)
+        share = f" ({100 * gain:.0f}% of the oracle's gain there)" if gain is not None else ""
+        print(f"public score {me.public.score or 0:.3f}x on the {label} {info['hash']}{share}: not a rank. The "
+              f"board ranks by fresh cases, made and scored at its next build, which ranks {name} by them "
+              "(docs/competition.md)")
     else:  # scored here, disqualified on the board's fresh cases
         print(f"not ranked: {clean(board_scores(me).reason, 300)} (`leaderboard.py show` lists it so)")
     for flag in me.flags or ():
         print(f"FLAG {clean(flag, 300)}")
-    if info.get("public") and place is not None and me.fresh is None:
-        print("the board ranks by fresh cases, made and scored at its next build (docs/competition.md)")
 
 
 def _params(text: str | None) -> dict:
