@@ -16,7 +16,7 @@ from typing import Iterator
 
 from experiments.benchmarks.paths import ROOT
 from experiments.benchmarks.untrusted import clean, read_json
-from experiments.competition.loader import entry_of, key_of, load_entries
+from experiments.competition.loader import board_of, entry_of, key_of, load_entries
 from experiments.competition.owners import check_owner, take
 from experiments.competition.ranking import better
 from experiments.competition.records import Entry
@@ -65,11 +65,6 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         raise
 
 
-def _is_board(benchmarks, entries) -> bool:
-    """The shape every reader of a board relies on: benchmarks by hash, a list of entries (objects)."""
-    return isinstance(benchmarks, dict) and isinstance(entries, list) and all(isinstance(e, dict) for e in entries)
-
-
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on the file ``path`` (created if missing). A symbolic link there is
@@ -102,10 +97,8 @@ class Board:
         deep (``untrusted.MAX_DEPTH``) or not shaped like a board is refused with one line."""
         if not self.path.exists():
             return {"version": 1, "benchmarks": {}, "entries": []}
-        data = read_json(self.path, MAX_BOARD_BYTES, "board")
-        if not isinstance(data, dict) or not _is_board(data.setdefault("benchmarks", {}), data.get("entries")):
-            raise PLDError(f"{clean(self.path)} is not a board file")
-        return data
+        # every field typed here, once (loader.board_of): a field of the wrong type reads as missing
+        return board_of(read_json(self.path, MAX_BOARD_BYTES, "board"), clean(self.path))
 
     @contextlib.contextmanager
     def editing(self) -> Iterator[dict]:

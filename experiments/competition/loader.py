@@ -124,6 +124,61 @@ def _attempts(value: Any) -> tuple[Attempt, ...]:
                  for a in (value if isinstance(value, list) else []) if isinstance(a, dict))
 
 
+# -- the board's other fields ----------------------------------------------------------------------------
+#: what each field of a benchmark's description (``benchmarks[hash]``, ``scoring.benchmark_info``) and of
+#: a fresh link (``fresh[hash]``, ``entries.link_fresh``) may hold: a type, ``{str: T}`` (a mapping of
+#: names to T), ``[T]`` (a list of T) or a nested object of such fields
+_NUMBER = float  # a finite number (int or float, never a bool)
+_FRESH = {"seed": int, "per_task": int, "version": str, "python": str, "space": {str: int}}
+_PROFILE = {"model": str, "device": str, "forward_ms_1": _NUMBER, "flat_up_to": int, "relative": {str: _NUMBER}}
+BENCHMARK_FIELDS = {
+    "hash": str, "folder": str, "public": bool, "name": str, "default": bool, "tasks": {str: int}, "cases": int,
+    "tokens": int, "model": [str], "cpu_profile": _PROFILE, "gpu_profile": _PROFILE,
+    "tracks": {str: {"model": str, "device": str, "forward_ms_1": _NUMBER, "draft_budget": int}}, "fresh": _FRESH,
+}
+LINK_FIELDS = {"hash": str, "cases": int, "tasks": {str: int}, "time": str, **_FRESH}
+
+
+def typed(value: Any, shape: Any) -> Any:
+    """``value`` as ``shape`` says it may be (see :data:`BENCHMARK_FIELDS`), or None: a field of the
+    wrong type reads as missing, as an entry's do; an object keeps the fields it does not describe."""
+    if isinstance(shape, dict) and list(shape) == [str]:  # a mapping of names to shape[str]
+        if not isinstance(value, dict):
+            return None
+        return {k: v for k, item in value.items() if isinstance(k, str) and (v := typed(item, shape[str])) is not None}
+    if isinstance(shape, dict):  # an object of known fields
+        if not isinstance(value, dict):
+            return None
+        known = {k: typed(value[k], sub) for k, sub in shape.items() if k in value}
+        return {**{k: v for k, v in value.items() if k not in shape}, **{k: v for k, v in known.items() if v is not None}}
+    if isinstance(shape, list):
+        return [v for item in value if (v := typed(item, shape[0])) is not None] if isinstance(value, list) else None
+    if shape is _NUMBER:
+        return number(value)
+    if shape is int:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if isinstance(value, shape) else None
+
+
+def board_of(data: Any, where: str = "the board") -> dict:
+    """The board file's content with every field typed (:func:`typed`), read once where the file is
+    read: ``benchmarks`` (hash -> description), ``fresh`` (public hash -> link; a link without its
+    hash is dropped), ``seeds`` (ints), ``owners`` (kept as found: :mod:`.owners` reads it) and
+    ``entries`` (a list of objects: each typed by :func:`entry_of` where it is used). A file that is
+    not an object, or whose ``entries`` is not a list of objects, is no board: one line."""
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), list) \
+            or not all(isinstance(e, dict) for e in data["entries"]):
+        raise PLDError(f"{clean(where, 200)} is not a board file")
+    board = dict(data)
+    board["benchmarks"] = typed(data.get("benchmarks"), {str: BENCHMARK_FIELDS}) or {}
+    links = typed(data.get("fresh"), {str: LINK_FIELDS})
+    if links is not None or "fresh" in data:
+        board["fresh"] = {k: link for k, link in (links or {}).items() if "hash" in link}
+    if "seeds" in data:
+        board["seeds"] = typed(data.get("seeds"), [int]) or []
+    return board
+
+
 # -- entries -------------------------------------------------------------------------------------------
 def key_of(record: Any) -> tuple[str | None, str | None]:
     """(benchmark, name) of a record of the board file, None where it has no such string: what the
