@@ -85,9 +85,13 @@ def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=p
     shipped = shipped_folder(model)
     # scored as the public benchmark is: its reference profile, and the same vocabulary's strings for a
     # drafter that asks (Drafter.wants_vocab): inside the sandbox the two benchmarks look alike
+    # (replaced in a folder recorded before, whatever it holds: the committed board's Gemma fresh cases
+    # were priced with the embedded model's profile)
     for name in ("profile.json", VOCAB_FILE):
-        if (shipped / name).exists() and not (folder / name).exists():
-            shutil.copyfile(shipped / name, folder / name)
+        source, copy = shipped / name, folder / name
+        if source.exists() and (not copy.is_file() or copy.is_symlink() or copy.read_bytes() != source.read_bytes()):
+            copy.unlink(missing_ok=True)
+            shutil.copyfile(source, copy)
     prompts = fresh_prompts(seed, per_task)
     total = sum(len(p.turns) for task in TASKS for p in prompts[task])
     t0 = time.perf_counter()

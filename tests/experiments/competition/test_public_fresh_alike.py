@@ -56,6 +56,28 @@ def test_an_entry_sees_no_difference_but_the_prompts(two_benchmarks):
     assert "no-home" not in seen[0].values()
 
 
+def test_a_folder_recorded_before_gets_the_benchmark_s_own_profile_and_vocabulary(tmp_path, monkeypatch):
+    """A fresh folder cached by an older build (the committed board's Gemma fresh cases were priced
+    with the embedded model's profile, and had no vocabulary) is given the shipped benchmark's own."""
+    monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path / "cache"))
+    gemma = shipped_folder("gemma-3-270m-q4_k_m")
+    folder = fresh_cases.fresh_folder(9, 1, "gemma-3-270m-q4_k_m")
+    folder.mkdir(parents=True)
+    (folder / "profile.json").write_bytes((shipped_folder() / "profile.json").read_bytes())  # the wrong one
+    spare = load_trace_sets(gemma)
+
+    def record(target, task, prompts, new_tokens, folder, progress=None):
+        for s in spare:
+            if s.task == task:
+                append_case(Path(folder) / f"{task}-n{new_tokens}.jsonl.gz", s.cases[0])
+
+    monkeypatch.setattr(fresh_cases, "record", record)
+    sets, _ = fresh_cases.record_fresh(9, 1, target=object(), say=lambda *_: None, model="gemma-3-270m-q4_k_m")
+    for name in ("profile.json", VOCAB_FILE):
+        assert (folder / name).read_bytes() == (gemma / name).read_bytes(), name
+    assert sets[0].profile == load_trace_sets(gemma)[0].profile
+
+
 def test_a_drafter_that_asks_for_the_vocabulary_is_refused_where_there_is_none(tmp_path, capsys):
     folder = make_trace_folder(tmp_path / "toy")  # no vocab.json.gz
     ev = evaluate(Submission.file(punctuation_drafter.__file__), load_trace_sets(folder), QUICK)
