@@ -450,7 +450,10 @@ def cmd_check_fresh(args, board: Board) -> int:
     if str(link.get("version")) != FRESH_VERSION:
         raise PLDError(f"the board's fresh cases come from generator v{clean(link.get('version'), 20)}, "
                        f"this checkout has v{FRESH_VERSION}: check them out at the board's git sha")
-    seed, per_task = int(link["seed"]), int(link["per_task"])
+    if not isinstance(link.get("seed"), int) or not isinstance(link.get("per_task"), int):  # typed at load
+        raise PLDError(f"the board in {board.folder} links fresh cases to benchmark {clean(public, 64)} without "
+                       "their seed and size: they cannot be made again")
+    seed, per_task = link["seed"], link["per_task"]
     folder = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="pld-fresh-check-"))
     sets, folder = record_fresh(seed, per_task, folder=folder, model=_board_model(board, public))
     fresh = fresh_info(sets, folder, seed, per_task)

@@ -90,3 +90,12 @@ def test_board_of_types_every_field():
                      "fresh": {"h": {"hash": "f", "seed": "7", "cases": 40}, "i": {"seed": 1}}, "seeds": [1, "2"]})
     assert data["benchmarks"] == {"h": {"tasks": {"a": 1}, "cpu_profile": {"relative": {"2": 1.5}}}}
     assert data["fresh"] == {"h": {"hash": "f", "cases": 40}} and data["seeds"] == [1]
+
+
+def test_check_fresh_of_a_link_without_its_seed_is_one_line(tmp_path, capsys):
+    board = Board(tmp_path)
+    entries = [{"name": "x", "kind": "baseline", "benchmark": "b" * 16, "status": "ok", "score": 1.0}]
+    board.path.write_text(json.dumps({"entries": entries, "benchmarks": {}, "fresh": {"b" * 16: {"hash": "f", "seed": "7", "version": "1"}}}))
+    assert cli.main(["check-fresh", "--board", str(tmp_path), "--benchmark", "b" * 16]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "without their seed and size" in err
