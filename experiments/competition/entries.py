@@ -33,6 +33,7 @@ from experiments.running.store import code_key, git_sha
 from lookup.files import file_drafter_name
 from lookup.specs import DrafterSpec
 from pldcore.errors import PLDError
+from pldcore.params import check_params
 
 EXAMPLES = Path(__file__).resolve().parent / "submissions"
 
@@ -590,7 +591,7 @@ def submission_of(entry: dict, board: Board | None = None) -> Submission:
     or a file in ``board``'s store holding exactly what was scored. A PLDError says why not."""
     # the file's own value, bounded again (a hand-edited board): the typed entry shows none that is not
     source, raw = entry.source, entry.record.get("params") if entry.record else dict(entry.params)
-    params = {} if raw is None else raw
+    params = check_params({} if raw is None else raw, f"the parameters of {clean(entry.name, 48)!r}")
     if source.kind == "builtin":  # under the entry's name: a stream entry is `<name>:history=true`
         submission = Submission.builtin(source.name, params)
         return dataclasses.replace(submission, name=clean(entry.name, 48) or submission.name)

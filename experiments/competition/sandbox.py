@@ -109,6 +109,13 @@ class Limits:
         return asdict(self)
 
 
+def _bounded(params: dict | None, name: str) -> dict:
+    """A submission's parameters, bounded where they enter (``pldcore.params``), before anything is
+    scored or written: a parameter 60 lists deep once made the board file unreadable for everyone.
+    (Our own drafters' parameters are ours: ``cross_fit`` hands ``adaptive`` a whole fit as one.)"""
+    return check_params(params or {}, f"the parameters of {clean(name, 48)!r}")
+
+
 @dataclass(frozen=True)
 class Submission:
     """What to run: a Python file, an installed entry point, or a built-in drafter (a baseline)."""
@@ -116,11 +123,6 @@ class Submission:
     name: str
     source: dict  # {"kind": "file", "path": ...} | {"kind": "entry_point", "name": ...} | {"kind": "builtin", "name": ...}
     params: dict = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        # bounded where they enter, before anything is scored or written: a parameter 60 lists deep
-        # once made the board file unreadable for everyone (pldcore.params)
-        check_params(self.params, f"the parameters of {clean(self.name, 48)!r}")
 
     @classmethod
     def file(cls, path: str | Path, name: str | None = None, params: dict | None = None,
@@ -138,14 +140,14 @@ class Submission:
         except (RecursionError, MemoryError):  # nested past the parser's patience: the child's compile says so
             pass
         return cls(name or file_drafter_name(path),
-                   {"kind": "file", "path": str(path.resolve()), "display": display or path.name}, params or {})
+                   {"kind": "file", "path": str(path.resolve()), "display": display or path.name}, _bounded(params, path.name))
 
     @classmethod
     def entry_point(cls, name: str, display: str | None = None, params: dict | None = None) -> "Submission":
         names = sorted(ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP))
         if name not in names:
             raise PLDError(f"{unknown_name('entry point', name, names)} (group {ENTRY_POINT_GROUP})")
-        return cls(display or name, {"kind": "entry_point", "name": name}, params or {})
+        return cls(display or name, {"kind": "entry_point", "name": name}, _bounded(params, name))
 
     @classmethod
     def builtin(cls, name: str, params: dict | None = None) -> "Submission":
