@@ -22,7 +22,6 @@ name), 2 a usage error (one line: a syntax error, parameters its class refuses, 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -42,17 +41,21 @@ from experiments.competition.entries import (check_name, ensure_oracle, one_line
                                              verify_entries, verify_prompts)
 from experiments.competition.figures import count_regions, update_files  # noqa: E402
 from experiments.competition.loader import entry_of, key_of  # noqa: E402
-from experiments.competition.ranking import (PUBLIC, board_scores, public_standing, ranked, standing,  # noqa: E402
-                                             track_names)
+from experiments.competition.ranking import PUBLIC, board_scores, ranked, standing, track_names  # noqa: E402
+from experiments.competition.records import PENDING  # noqa: E402
 from experiments.competition.records import Entry  # noqa: E402
+from experiments.competition.owners import check_owner, key_file, owner_proof, submitter_key  # noqa: E402
 from experiments.competition.render import entry_details, text_board, write_outputs  # noqa: E402
-from experiments.competition.fresh_cases import DEFAULT_PER_TASK, draw_seed, fresh_info, record_fresh  # noqa: E402
+from experiments.competition.fresh_cases import (DEFAULT_PER_TASK, fresh_info, new_seed,  # noqa: E402
+                                                 published_seeds, record_fresh)  # noqa: E402
 from experiments.competition.sandbox import Limits, Submission  # noqa: E402
 from experiments.competition.scoring import CPU_TRACK, benchmark_info, track_named  # noqa: E402
 from experiments.competition.text import clean  # noqa: E402
 from experiments.reporting.summary import oracle_gain  # noqa: E402
 from pldcore.errors import PLDError  # noqa: E402
 from pldcore.names import unknown_name  # noqa: E402
+from pldcore.params import MAX_PARAMS_BYTES, MAX_PARAMS_DEPTH, check_params  # noqa: E402
+from experiments.benchmarks.untrusted import parse_json  # noqa: E402
 from lookup.specs import parse_spec  # noqa: E402
 
 
@@ -78,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file", nargs="?", help="a .py file that defines one Drafter subclass")
     s.add_argument("--entry-point", default=None, help="an installed plug-in (entry point group pld_lab.drafters)")
     s.add_argument("--name", default=None, help="the entry's name (default: the file name or entry point)")
+    s.add_argument("--key", default=None,
+                   help="the key that owns --name (default: this account's key file, ~/.config/pld-lab/submitter.key, "
+                        "made on first use); a name's entry is replaced only by its owner's submissions")
     s.add_argument("--params", default=None,
                    help="keyword arguments for the drafter's constructor: key=value pairs joined by ':' "
                         "(max_tokens=8:min_match=2), or a JSON object")
@@ -101,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"prompts per task of the fresh cases made, recorded and scored at this build, which rank "
                         f"the board (default {DEFAULT_PER_TASK}; 0: the public benchmark only, for a quick local build)")
     b.add_argument("--seed", type=int, default=None,
-                   help="the fresh cases' seed (default: drawn now; give a board's seed to make its cases again)")
+                   help="the fresh cases' seed (default: drawn now, one the board never published; a seed the "
+                        "board published is an audit: scored on a copy of the board, changing no rank)")
     b.add_argument("--verify", action="store_true", help="rerun the top entries live on the embedded model")
     b.add_argument("--verify-top", type=int, default=3)
     b.add_argument("--verify-prompts", type=int, default=3)
@@ -168,12 +175,17 @@ def cmd_submit(args, board: Board) -> int:
     else:
         submission = Submission.entry_point(args.entry_point, args.name, params)
     check_name(submission.name, "submission")
+    # the name is the submitter's who took it first (owners.py): refused here, before anything runs,
+    # and again under the board's lock when the entry is recorded
+    proof = owner_proof(submission.name, submitter_key(args.key))
+    data = board.load()
+    taking = check_owner(data, submission.name, proof, (e for e in data["entries"] if key_of(e)[1] == submission.name))
     limits = _limits(args)
     sets, info = _benchmark(args)
     # parameters its class refuses: one line, nothing recorded; a worse or disqualified resubmission
     # does not replace the board's entry of its name (it lists the attempt)
     entry = run_submission(board, submission, sets, info, "submission", limits, not args.no_landlock,
-                           args.require_isolation, keep_best=True)
+                           args.require_isolation, keep_best=True, owner=proof)
     seeded = seed_baselines(board, Board(DEFAULT_BOARD), info)
     oracle = entry_of(ensure_oracle(board, sets, info))
     print(one_line(entry_of(entry)))
@@ -182,6 +194,10 @@ def cmd_submit(args, board: Board) -> int:
         print(f"the board in {board.folder} had no baselines of benchmark {info['hash']}: copied the committed "
               f"board's {seeded} baselines and peers ({clean(portable_path(Board(DEFAULT_BOARD).path), 200)}) "
               "to rank against")
+    if taking:
+        where = "--key" if args.key else clean(str(key_file()).replace(str(Path.home()), "~", 1), 200)
+        print(f"the name {name} is yours now: a submission under it replaces its entry only with your key "
+              f"({where}; `submit --key KEY` from another account)")
     kept = entry_of(entry["kept"]) if "kept" in entry else None  # the board's better entry of its name
     if kept is not None:
         print(f"not recorded: the board keeps {name}'s better entry ({kept.public.score or 0:.3f}x, "
@@ -194,13 +210,16 @@ def cmd_submit(args, board: Board) -> int:
 
 def _say_rank(board: Board, info: dict, name: str, oracle: Entry) -> None:
     """Where entry ``name`` stands, in the words and the numbers ``show`` uses (``ranking.standing``:
-    the board proper, the peers ranked apart; by fresh cases where the board links some)."""
+    the board proper, the peers ranked apart; by fresh cases where the board links some). A score on
+    the public benchmark is never shown as a rank: anyone can carry the public answers (a memoriser
+    that drafts only what the context holds is not even flagged), so it is the public score, and the
+    entry is ranked by the fresh cases of the next build."""
     shown, _ = shown_entries(board, info["hash"])
     me = next(e for e in shown if e.name == name)
     label = "public benchmark" if info.get("public") else "benchmark"
-    place, public = standing(shown, name), public_standing(shown, name)
+    place = standing(shown, name)
     shown_oracle = ranked(shown).oracle or oracle
-    if place is not None:
+    if place is not None and (me.fresh is not None or not info.get("public")):
         mine, best = board_scores(me).score, board_scores(shown_oracle).score
         gain = oracle_gain(mine, best)
         share = f"; {100 * gain:.0f}% of the oracle's gain ({best:.3f}x)" if gain is not None else ""
@@ -210,33 +229,37 @@ def _say_rank(board: Board, info: dict, name: str, oracle: Entry) -> None:
         if place[1] == 1:
             print(f"the board in {board.folder} holds no other scored entry to rank against: build it there first "
                   "(leaderboard.py build --board DIR), or submit to the default board (leaderboard/)")
-    elif public is not None:
-        print(f"not ranked yet: the board ranks by fresh cases, which its next build scores {name} on; by public "
-              f"score it is #{public[0]} of {public[1]}, as `leaderboard.py show` lists it")
+    elif board_scores(me).ok or board_scores(me).status == PENDING:  # on the public cases only: a score, not a rank
+        gain = oracle_gain(me.public.score, shown_oracle.public.score)
+        share = f" ({100 * gain:.0f}% of the oracle's gain there)" if gain is not None else ""
+        print(f"public score {me.public.score or 0:.3f}x on the {label} {info['hash']}{share}: not a rank. The "
+              f"board ranks by fresh cases, made and scored at its next build, which ranks {name} by them "
+              "(docs/competition.md)")
     else:  # scored here, disqualified on the board's fresh cases
         print(f"not ranked: {clean(board_scores(me).reason, 300)} (`leaderboard.py show` lists it so)")
     for flag in me.flags or ():
         print(f"FLAG {clean(flag, 300)}")
-    if info.get("public") and place is not None and me.fresh is None:
-        print("the board ranks by fresh cases, made and scored at its next build (docs/competition.md)")
 
 
 def _params(text: str | None) -> dict:
     """``--params``: a JSON object, or ``key=value`` pairs joined by ``:`` as in a drafter spec
-    (``max_tokens=8:min_match=2``; values are Python literals, as ``compare.py --drafters`` reads them)."""
+    (``max_tokens=8:min_match=2``; values are Python literals, as ``compare.py --drafters`` reads them),
+    bounded as every parameter is (``pldcore.params``: depth, size, types) before anything runs."""
     if not text:
         return {}
+    if len(text) > 4 * MAX_PARAMS_BYTES:  # bounded before it is parsed, whatever it holds
+        raise PLDError(f"--params: over {MAX_PARAMS_BYTES} bytes")
     if text.lstrip().startswith("{"):
-        try:
-            params = json.loads(text)
-        except ValueError as exc:
-            raise PLDError(f"--params is not JSON: {exc}") from None
+        params = parse_json(text, "--params", "parameter object", max_depth=MAX_PARAMS_DEPTH)
         if not isinstance(params, dict):
             raise PLDError("--params must be a JSON object, like '{\"max_tokens\": 8}', or max_tokens=8")
-        return params
+        return check_params(params, "--params")
     if "=" not in text:
         raise PLDError("--params takes key=value pairs joined by ':' (max_tokens=8:min_match=2) or a JSON object")
-    return parse_spec(f"submission:{text}")[1]
+    try:
+        return check_params(parse_spec(f"submission:{text}")[1], "--params")
+    except (RecursionError, MemoryError):  # a literal nested past the parser's patience
+        raise PLDError(f"--params: nested deeper than {MAX_PARAMS_DEPTH} levels") from None
 
 
 def _named_benchmark(args, board: Board) -> str:
@@ -327,15 +350,35 @@ def cmd_build(args, board: Board) -> int:
     _limits(args)  # a bad limit is one line before any work
     if args.fresh < 0:
         raise PLDError("--fresh must be >= 0 prompts per task")
+    if args.fresh:
+        board = _fresh_seed(args, board)
     if args.traces or args.benchmark:
         return _build(args, board, _folder(args))
-    if args.fresh and args.seed is None:
-        args.seed = draw_seed()
     folders = list(shipped_benchmarks().values())
     for i, folder in enumerate(folders, 1):
         print(f"== benchmark {i} of {len(folders)}: {folder.name}")
         _build(args, board, folder)
     return 0
+
+
+def _fresh_seed(args, board: Board) -> Board:
+    """Settle the build's fresh seed (``args.seed``) and the board it writes. A seed the board has
+    published (``fresh_cases.published_seeds``) ranks nothing again: anyone can make its cases
+    (``check-fresh``) and carry their answers. So an official build draws a seed never published;
+    ``--seed S`` of a published seed is an audit: the whole build runs on a copy of the board in a
+    temporary folder, reports, and leaves this board (and every rank on it) as it was."""
+    published = published_seeds(board.load())
+    if args.seed is None:
+        args.seed = new_seed(published)
+        return board
+    if args.seed not in published:
+        return board
+    import tempfile
+
+    audit = board.copy_to(Path(tempfile.mkdtemp(prefix="pld-audit-")) / "board")
+    print(f"audit: seed {args.seed} was published by {clean(portable_path(board.path), 200)}, so its cases rank "
+          f"nothing again; scoring on a copy of the board ({audit.folder}), this board is left unchanged")
+    return audit
 
 
 def _build(args, board: Board, folder: Path) -> int:
@@ -357,7 +400,7 @@ def _build(args, board: Board, folder: Path) -> int:
         if model is None:
             raise PLDError(f"the traces in {clean(portable_path(folder), 200)} are not of a packaged model, so no "
                            "fresh cases can be recorded for them: build with --fresh 0")
-        seed = draw_seed() if args.seed is None else args.seed
+        seed = args.seed  # settled by _fresh_seed: never published, or an audit on a copy
         fresh_sets, fresh_folder = record_fresh(seed, args.fresh, model=model)
         fresh = fresh_info(fresh_sets, fresh_folder, seed, args.fresh)
         print(f"fresh benchmark {fresh['hash']}: {fresh['cases']} cases (seed {seed}); scoring every entry again")
@@ -407,7 +450,10 @@ def cmd_check_fresh(args, board: Board) -> int:
     if str(link.get("version")) != FRESH_VERSION:
         raise PLDError(f"the board's fresh cases come from generator v{clean(link.get('version'), 20)}, "
                        f"this checkout has v{FRESH_VERSION}: check them out at the board's git sha")
-    seed, per_task = int(link["seed"]), int(link["per_task"])
+    if not isinstance(link.get("seed"), int) or not isinstance(link.get("per_task"), int):  # typed at load
+        raise PLDError(f"the board in {board.folder} links fresh cases to benchmark {clean(public, 64)} without "
+                       "their seed and size: they cannot be made again")
+    seed, per_task = link["seed"], link["per_task"]
     folder = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="pld-fresh-check-"))
     sets, folder = record_fresh(seed, per_task, folder=folder, model=_board_model(board, public))
     fresh = fresh_info(sets, folder, seed, per_task)
@@ -418,7 +464,8 @@ def cmd_check_fresh(args, board: Board) -> int:
               f"or Python than the board's; the board records Python {clean(link.get('python'), 20)})")
         return 1
     print(f"identical to the board's fresh benchmark {link['hash']}: the cases it was ranked by; "
-          f"`leaderboard.py build --seed {seed} --fresh {per_task}` scores every entry on them again")
+          f"`leaderboard.py build --seed {seed} --fresh {per_task}` audits every entry on them again (on a copy "
+          "of the board: a published seed ranks nothing again)")
     return 0
 
 

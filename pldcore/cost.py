@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+
+from pldcore.untrusted import read_json
 
 #: forward sizes with a precomputed cost: the hot path is an index, not np.interp
 TABLE_SIZE = 257
@@ -139,14 +142,18 @@ class CostProfile:
 
     @classmethod
     def from_dict(cls, data: dict) -> "CostProfile":
-        """A profile from :meth:`to_json`'s fields, parsed."""
-        return cls(
+        """A profile from :meth:`to_json`'s fields, parsed and checked (:func:`check_profile`: what a
+        file holds is a profile only when every time is a positive finite number that never falls
+        as a forward verifies more tokens or follows a longer context); a ValueError says what is not."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a cost profile is a JSON object, not {type(data).__name__}")
+        return check_profile(cls(
             tuple(data["sizes"]), tuple(data["seconds"]), data.get("model", "?"), data.get("device", "?"),
             tuple(data.get("contexts", ())), tuple(tuple(row) for row in data.get("grid", ())),
             tuple(data.get("prefill", ())), tuple(data.get("prefill_rows", ())), data.get("spread"),
             data.get("measured_at", ""), data.get("host", ""), data.get("load_per_core"),
             float(data.get("drafter_scale", 1.0)),
-        )
+        ))
 
     def save(self, path: str | Path) -> None:
         path = Path(path)
@@ -157,7 +164,39 @@ class CostProfile:
 
     @classmethod
     def load(cls, path: str | Path) -> "CostProfile":
-        return cls.from_json(Path(path).read_text())
+        """The profile in file ``path``: a regular file of at most :data:`MAX_PROFILE_BYTES` (never
+        ``/dev/zero`` read to the end), JSON nested at most 64 deep, checked by :meth:`from_dict`.
+        A PLDError says why a file is not readable, a ValueError why its content is not a profile."""
+        return cls.from_dict(read_json(path, MAX_PROFILE_BYTES, "cost profile"))
+
+
+#: the largest profile file read: a measured one is ~3 kB
+MAX_PROFILE_BYTES = 1 << 20
+
+
+def check_profile(profile: CostProfile) -> CostProfile:
+    """``profile`` when its sizes are integers and every time in it (forwards, the grid, prefills)
+    is a positive finite number that never falls along a row (more tokens verified) or a column (a
+    longer context), as measuring makes them (``decoding.cost``); else a ValueError naming the first
+    that is not. A zero, negative or NaN cost would divide by zero, drop the speedup column, or make
+    a drafter that plans by cost draft nothing."""
+    if any(isinstance(n, bool) or not isinstance(n, int) for n in (*profile.sizes, *profile.contexts)):
+        raise ValueError("sizes and contexts must be integers")
+    rows = {"seconds": profile.seconds, **{f"grid[{i}]": row for i, row in enumerate(profile.grid)},
+            "prefill": profile.prefill, "prefill_rows": profile.prefill_rows}
+    for name, row in rows.items():
+        for value in row:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} holds {value!r}: every time must be a positive finite number of seconds")
+        if any(b < a for a, b in zip(row, row[1:])):
+            raise ValueError(f"{name} falls somewhere: a forward over more tokens (or a longer prompt) never costs less")
+    for j, column in enumerate(zip(*profile.grid)):
+        if any(b < a for a, b in zip(column, column[1:])):
+            raise ValueError(f"the grid's column {j} falls: a forward after a longer context never costs less")
+    scale = profile.drafter_scale
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+        raise ValueError(f"drafter_scale holds {scale!r}: a positive finite number (1 for one request at a time)")
+    return profile
 
 
 #: The embedded SmolLM2-135M on a 2-core CPU (fp32), measured on our dev machine with

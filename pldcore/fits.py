@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from pldcore.errors import PLDError
+from pldcore.untrusted import clean, parse_json, read_bytes
 
 FORMAT = 1
 #: the shipped fits, ``<model>.<benchmark hash>.json`` each
@@ -35,6 +38,11 @@ DEFAULT_MODEL = "SmolLM2-135M-Instruct"
 DECIMALS = 3
 #: the models fitted (a fit file has one table of fits per model): the first node, the later nodes
 MODELS = ("first", "later")
+#: how many features each model reads (``lookup.acceptance.first_token.FEATURES``, ``later_nodes.FEATURES``;
+#: a test keeps them equal): a fit of another length would fail in a matrix product mid-replay
+FEATURES = {"first": 8, "later": 10}
+#: the largest fit file read: a shipped one is ~6 kB
+MAX_FITS_BYTES = 1 << 20
 #: the regime of a fit file that names none (every file before regimes were recorded was fitted greedy)
 GREEDY_REGIME = "greedy"
 
@@ -79,20 +87,21 @@ class Fits:
         where = path or "fits"
         try:
             if data.get("format") != FORMAT:
-                raise PLDError(f"{where}: fit format {data.get('format')!r}, this version reads {FORMAT}")
-            tables = {model: {name: (np.array(fit["coefficients"], dtype=np.float64), float(fit["intercept"]))
-                              for name, fit in data[model].items()} for model in MODELS}
+                raise PLDError(f"{where}: fit format {clean(repr(data.get('format')), 40)}, this version reads {FORMAT}")
+            tables = {model: {str(name): _fit(fit, model) for name, fit in data[model].items()} for model in MODELS}
             return cls(str(data["model"]), str(data["benchmark"]), dict(data["settings"]), tables["first"],
                        tables["later"], dict(data.get("rows", {})), path, str(data.get("regime", GREEDY_REGIME)))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise PLDError(f"{where}: not a fit file of the acceptance models ({type(exc).__name__}: {exc})") from None
+            raise PLDError(f"{where}: not a fit file of the acceptance models ({type(exc).__name__}: "
+                           f"{clean(exc, 200)})") from None
 
     @classmethod
-    def from_json(cls, text: str, path: Path | None = None) -> "Fits":
+    def from_json(cls, text: str | bytes, path: Path | None = None) -> "Fits":
+        """The fits in a fit file's text: JSON nested at most 64 deep, checked as :meth:`from_dict` checks."""
         try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise PLDError(f"{path or 'fits'}: not a fit file of the acceptance models (not JSON: {exc})") from None
+            data = parse_json(text, "its text", "JSON value")
+        except PLDError as exc:
+            raise PLDError(f"{path or 'fits'}: not a fit file of the acceptance models ({exc})") from None
         return cls.from_dict(data, path)
 
     @classmethod
@@ -114,11 +123,23 @@ class Fits:
 @functools.lru_cache(maxsize=16)
 def _load(path: Path) -> Fits:
     # drafters are built once per case: the file is read once per process (and must not change under it)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise PLDError(f"cannot read the fits {path}: {exc.strerror or exc}") from None
-    return Fits.from_json(text, path)
+    if not os.path.lexists(path):
+        raise PLDError(f"cannot read the fits {path}: no such file")
+    # a regular file of at most MAX_FITS_BYTES: a link to /dev/zero is refused, not read to the end
+    return Fits.from_json(read_bytes(path, MAX_FITS_BYTES, "fit file"), path)
+
+
+def _fit(fit: dict, model: str) -> tuple[np.ndarray, float]:
+    """One fit of ``model`` ("first" or "later"): its coefficients, one finite number per feature
+    the model reads (:data:`FEATURES`), and a finite intercept; else a ValueError saying which."""
+    coefficients, intercept = fit["coefficients"], fit["intercept"]
+    if not isinstance(coefficients, list) or len(coefficients) != FEATURES[model]:
+        count = len(coefficients) if isinstance(coefficients, list) else type(coefficients).__name__
+        raise ValueError(f"a {model} fit has {FEATURES[model]} coefficients, one per feature; this one has {count}")
+    values = [*coefficients, intercept]
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) for v in values):
+        raise ValueError(f"a {model} fit's coefficients and intercept must be finite numbers")
+    return np.array(coefficients, dtype=np.float64), float(intercept)
 
 
 def file_name(model: str, benchmark: str) -> str:

@@ -520,11 +520,14 @@ def is_profile_file(value: str) -> bool:
 
 def read_profile(path: str | Path, what: str = "profile") -> CostProfile:
     """A cost profile saved as JSON; PLDError naming ``what`` (``--profile``), with the reason, when
-    the file is missing or not one."""
+    the file is missing, not a regular file of at most ``cost.MAX_PROFILE_BYTES`` (``/dev/zero``), or
+    not a profile (``cost.check_profile``: every time positive, finite, never falling)."""
+    if not os.path.lexists(path):
+        raise PLDError(f"{what}: no file {path} (`traces.py profile` measures and keeps this machine's)")
     try:
         return CostProfile.load(path)
-    except FileNotFoundError:
-        raise PLDError(f"{what}: no file {path} (`traces.py profile` measures and keeps this machine's)") from None
+    except PLDError as err:  # not a regular file, too big, not JSON, nested too deep: one line already
+        raise PLDError(f"{what}: {err}") from None
     except OSError as err:
         raise PLDError(f"{what}: cannot read {path} ({err.strerror or err})") from None
     except (ValueError, KeyError, TypeError) as err:

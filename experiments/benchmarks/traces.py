@@ -326,6 +326,7 @@ def load_trace_sets(folder: Path | None = None) -> list[TraceSet]:
     # a hand-made trace folder without a profile: the reference CPU profile
     profile = _read_profile(profile_file) if profile_file.exists() else CPU_SMOLLM2
     sets = [TraceSet(path, task_of(path), read_cases(path), profile) for path in files]
+    require_cases(sets, folder)
     check_unique_prompts(sets)
     traces_regime(sets)  # one regime to a folder
     recorded = read_benchmark(folder)
@@ -333,6 +334,16 @@ def load_trace_sets(folder: Path | None = None) -> list[TraceSet]:
         raise PLDError(f"the traces in {clean(folder)} do not match their {BENCHMARK_FILE} (hash "
                        f"{benchmark_hash(sets)}, recorded {clean(recorded.get('hash'), 64)}): restore them "
                        f"(git checkout) or remove {BENCHMARK_FILE}")
+    return sets
+
+
+def require_cases(sets: Sequence[TraceSet], where: str | Path) -> Sequence[TraceSet]:
+    """``sets`` when they hold a case; else a PLDError of one line naming ``where`` (a folder whose
+    every line was cut short or was not a case, or a selection that left none): every command
+    that reads traces says so, rather than report "0 replays" or divide by zero."""
+    if not any(s.cases for s in sets):
+        raise PLDError(f"the trace files in {clean(where)} leave no case to replay (none complete, or none "
+                       "selected): nothing to score")
     return sets
 
 

@@ -16,7 +16,8 @@ from typing import Iterator
 
 from experiments.benchmarks.paths import ROOT
 from experiments.benchmarks.untrusted import clean, read_json
-from experiments.competition.loader import entry_of, key_of, load_entries
+from experiments.competition.loader import board_of, entry_of, key_of, load_entries
+from experiments.competition.owners import check_owner, take
 from experiments.competition.ranking import better
 from experiments.competition.records import Entry
 from pldcore.errors import PLDError
@@ -64,11 +65,6 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         raise
 
 
-def _is_board(benchmarks, entries) -> bool:
-    """The shape every reader of a board relies on: benchmarks by hash, a list of entries (objects)."""
-    return isinstance(benchmarks, dict) and isinstance(entries, list) and all(isinstance(e, dict) for e in entries)
-
-
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on the file ``path`` (created if missing). A symbolic link there is
@@ -101,10 +97,8 @@ class Board:
         deep (``untrusted.MAX_DEPTH``) or not shaped like a board is refused with one line."""
         if not self.path.exists():
             return {"version": 1, "benchmarks": {}, "entries": []}
-        data = read_json(self.path, MAX_BOARD_BYTES, "board")
-        if not isinstance(data, dict) or not _is_board(data.setdefault("benchmarks", {}), data.get("entries")):
-            raise PLDError(f"{clean(self.path)} is not a board file")
-        return data
+        # every field typed here, once (loader.board_of): a field of the wrong type reads as missing
+        return board_of(read_json(self.path, MAX_BOARD_BYTES, "board"), clean(self.path))
 
     @contextlib.contextmanager
     def editing(self) -> Iterator[dict]:
@@ -124,15 +118,21 @@ class Board:
             data["entries"] = [e for e in data["entries"] if key_of(e) != key_of(entry)]
             data["entries"].append(entry)
 
-    def record_best(self, entry: dict, info: dict | None = None) -> tuple[dict, bool]:
+    def record_best(self, entry: dict, info: dict | None = None, owner: str | None = None) -> tuple[dict, bool]:
         """Record a submission's ``entry`` as :meth:`record` does, unless the board holds an entry
         of its name on its benchmark that ranks above it (:func:`ranking.better`: a disqualified or
         lower score never replaces a scored one): that one stays. Either way the entry that stands
         lists this submission in its ``attempts`` (:func:`attempt_of`; oldest first, the last
         :data:`MAX_ATTEMPTS`; an entry recorded before attempts were listed counts as its own
-        first). Returns (the entry that stands, as the board file now holds it; whether it is ``entry``)."""
+        first). ``owner``: the submitter's proof (:mod:`.owners`): checked again under the lock (one
+        line when the name is someone else's: nothing recorded), and the name taken when it is free.
+        Returns (the entry that stands, as the board file now holds it; whether it is ``entry``)."""
         new = entry_of(entry)
         with self.editing() as data:
+            if owner is not None:
+                name = key_of(entry)[1] or ""
+                if check_owner(data, name, owner, (e for e in data["entries"] if key_of(e)[1] == name)):
+                    take(data, name, owner)
             if info is not None:
                 data["benchmarks"][entry["benchmark"]] = info
             same = [e for e in data["entries"] if key_of(e) == key_of(entry)]
@@ -147,6 +147,18 @@ class Board:
             data["entries"] = [e for e in data["entries"] if not any(e is x for x in same)]
             data["entries"].append({**entry, "attempts": attempts})
             return data["entries"][-1], True
+
+    def copy_to(self, folder: str | Path) -> "Board":
+        """A copy of this board in ``folder`` (its file, as read and checked, and its store's files):
+        what an audit scores on, leaving this one as it was."""
+        copy = Board(folder)
+        atomic_write(copy.path, json.dumps(self.load(), indent=1, default=str) + "\n")
+        store = self.folder / "submissions"
+        if store.is_dir() and not store.is_symlink():
+            for path in store.glob("*.py"):
+                if path.is_file() and not path.is_symlink():
+                    atomic_write(copy.folder / "submissions" / path.name, path.read_bytes())
+        return copy
 
     def entries(self, benchmark: str | None = None) -> list[Entry]:
         """The board's entries (of ``benchmark``, when given), typed and validated (:mod:`.loader`)."""

@@ -402,6 +402,7 @@ class Child:
         self.stream = bool(hello.get("stream"))
         self.cls = None
         self.wants_top: int | None = None
+        self.asked_vocab = False  # whether the drafter asked for the vocabulary's strings (make)
         self.drafter = _Calibration()  # until the submission is loaded
         self.last = None  # the Draft the drafter returned at its last propose
         self.cases = 0
@@ -558,7 +559,7 @@ class Child:
             self.check_params()
             self.wants_top = self.warm_up()
         self.drafter = None
-        self.send_json(loaded=True, wants_top=self.wants_top)
+        self.send_json(loaded=True, wants_top=self.wants_top, wants_vocab=self.asked_vocab)
 
     def make(self):
         """A new drafter, built as every path builds one (:meth:`lookup.specs.DrafterSpec.build`) for
@@ -568,6 +569,8 @@ class Child:
         from lookup.base import hand_vocab
 
         drafter = self.spec().build(self._read_setting())
+        # told to the parent, which refuses an entry that asks for strings the benchmark does not hold
+        self.asked_vocab = bool(drafter.wants_vocab())
         hand_vocab(drafter, lambda: self.hello.get("vocab"))
         return drafter
 

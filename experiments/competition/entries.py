@@ -30,8 +30,10 @@ from experiments.competition.text import clean, clean_block, portable_refusal
 from experiments.running.explain import pool_losses
 from decoding.progress import progress_bar
 from experiments.running.store import code_key, git_sha
+from lookup.files import file_drafter_name
 from lookup.specs import DrafterSpec
 from pldcore.errors import PLDError
+from pldcore.params import check_params
 
 EXAMPLES = Path(__file__).resolve().parent / "submissions"
 
@@ -87,7 +89,14 @@ def check_name(name: str, kind: str) -> str:
         raise PLDError(f"name {name!r}: use 1-48 letters, digits, '.', '_' or '-', starting with a letter or digit")
     if kind == "submission" and (name == ORACLE or name in lookup.builtin_names()):
         raise PLDError(f"name {name!r} is taken by a baseline; choose another --name")
+    if kind == "submission" and name in example_names():
+        raise PLDError(f"name {name!r} is taken by an example the build submits; choose another --name")
     return name
+
+
+def example_names() -> set[str]:
+    """The names of the example submissions (``build --examples`` enters them, under no owner)."""
+    return {file_drafter_name(path) for path in EXAMPLES.glob("*.py")}
 
 
 def _number(value) -> float | int | None:
@@ -223,7 +232,7 @@ def _fitted_on(submission, sets) -> str | None:
 
 def run_submission(board: Board, submission, sets, info: dict, kind: str, limits, landlock: bool = True,
                    require_isolation: bool = False, stream: bool = False, keep_best: bool = False,
-                   tracks: Sequence[Track] | None = None) -> dict:
+                   tracks: Sequence[Track] | None = None, owner: str | None = None) -> dict:
     """Evaluate in the sandbox and record the entry (disqualified or not); returns the entry.
     ``stream``: one drafter serves the benchmark's cases in order (a ``history=true`` entry). A
     disqualification for time is retried once before it stands (a stall of a shared machine is no
@@ -238,6 +247,8 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
     nothing is recorded. Otherwise the entry is recorded by :meth:`Board.record_best`: it never
     replaces a scored entry of its name with a worse or disqualified one, and the entry that
     stands lists the attempt; when that is the earlier one, the entry returned holds it as ``kept``.
+    ``owner`` (with ``keep_best``): the submitter's proof of the name (:mod:`.owners`), checked when
+    the entry is recorded.
     Without ``keep_best`` (a build: baselines, examples, fresh cases) the entry always replaces
     the board's entry of its name.
 
@@ -286,8 +297,9 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
     if keep_best:
         if _slip(evaluation):
             _remove(made)  # nothing of this submission stays
-            raise PLDError(f"{evaluation.reason.split(': ', 1)[-1]}; nothing recorded: fix --params and submit again")
-        standing, recorded = board.record_best(entry, info)
+            fix = "fix --params" if evaluation.reason.startswith("params: ") else "score it on a benchmark that holds it"
+            raise PLDError(f"{evaluation.reason.split(': ', 1)[-1]}; nothing recorded: {fix} and submit again")
+        standing, recorded = board.record_best(entry, info, owner=owner)
         if not recorded:
             entry["kept"] = standing
         return entry
@@ -306,10 +318,12 @@ def _remove(made: Sequence[Path]) -> None:
 
 
 def _slip(evaluation: Evaluation) -> bool:
-    """Whether an evaluation failed only because its class refused its parameters: before any
+    """Whether an evaluation failed only because its class refused its parameters, or because it
+    asks for what the benchmark cannot give (``unscorable``: the vocabulary's strings): before any
     case, with no operation refused (an entry that tried something cannot pass for a slip)."""
     reason = evaluation.reason or ""
-    return reason.startswith("params: ") and not evaluation.cases and not evaluation.refused \
+    # parameters its class refuses, or a benchmark that cannot give what it asks for (the vocabulary)
+    return reason.startswith(("params: ", "unscorable: ")) and not evaluation.cases and not evaluation.refused \
         and not (evaluation.usage or {}).get("refused_count")
 
 
@@ -478,6 +492,9 @@ def link_fresh(board: Board, public: str, fresh: dict) -> None:
         links = data.setdefault("fresh", {})
         links[public] = {"hash": fresh["hash"], "cases": fresh["cases"], "tasks": fresh["tasks"],
                          "time": now(), **fresh["fresh"]}
+        # published now: kept for good, so that no later build ranks by these cases (fresh_cases.published_seeds)
+        seeds = data["seeds"] if isinstance(data.get("seeds"), list) else []
+        data["seeds"] = seeds + [fresh["fresh"]["seed"]] * (fresh["fresh"]["seed"] not in seeds)
 
 
 def fresh_link(board: Board, public: str) -> dict | None:
@@ -572,7 +589,9 @@ def submission_of(entry: dict, board: Board | None = None) -> Submission:
     loaded: a drafter whose code ships with pld-lab (by its registered name, never a path), an
     installed plug-in's entry point (resolved from its package's metadata, run only in the sandbox),
     or a file in ``board``'s store holding exactly what was scored. A PLDError says why not."""
-    source, params = entry.source, dict(entry.params)
+    # the file's own value, bounded again (a hand-edited board): the typed entry shows none that is not
+    source, raw = entry.source, entry.record.get("params") if entry.record else dict(entry.params)
+    params = check_params({} if raw is None else raw, f"the parameters of {clean(entry.name, 48)!r}")
     if source.kind == "builtin":  # under the entry's name: a stream entry is `<name>:history=true`
         submission = Submission.builtin(source.name, params)
         return dataclasses.replace(submission, name=clean(entry.name, 48) or submission.name)

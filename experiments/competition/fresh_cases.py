@@ -24,7 +24,7 @@ from typing import Sequence
 import decoding
 from decoding.loading import EMBEDDED_NAME, cache_dir
 from experiments.benchmarks.fresh import FRESH_VERSION, TASKS, fresh_prompts, space_size
-from experiments.benchmarks.traces import TraceSet, load_trace_sets, model_key, shipped_folder, write_benchmark
+from experiments.benchmarks.traces import VOCAB_FILE, TraceSet, load_trace_sets, model_key, shipped_folder, write_benchmark
 from experiments.competition.scoring import benchmark_info
 from decoding.progress import progress_bar
 from experiments.running.record import record
@@ -39,6 +39,30 @@ DEFAULT_PER_TASK = 8
 def draw_seed() -> int:
     """A seed nobody chose: drawn from the operating system when the build starts."""
     return secrets.randbelow(2**31)
+
+
+def published_seeds(data: dict) -> set[int]:
+    """Every fresh seed board file ``data`` has published: its ``seeds`` (each one a build linked,
+    kept for good), and those its fresh links and benchmarks name (a board from before it kept them).
+    Their cases can be made again by anyone (``check-fresh``), so memorised: none ranks again."""
+    def seed(value) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    found = {seed(s) for s in data.get("seeds") or () if isinstance(data.get("seeds"), list)}
+    for table, field in ((data.get("fresh"), None), (data.get("benchmarks"), "fresh")):
+        for value in (table.values() if isinstance(table, dict) else ()):
+            value = value.get(field) if field and isinstance(value, dict) else value
+            found.add(seed(value.get("seed")) if isinstance(value, dict) else None)
+    return found - {None}
+
+
+def new_seed(published: set[int], draw=None) -> int:
+    """A drawn seed the board has never published (``draw``: :func:`draw_seed`; redrawn on the
+    rare collision, so a build's cases are always new ones)."""
+    draw = draw or draw_seed
+    while (seed := draw()) in published:
+        pass
+    return seed
 
 
 def fresh_folder(seed: int, per_task: int, model: str = EMBEDDED_NAME) -> Path:
@@ -58,9 +82,16 @@ def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=p
         raise PLDError(f"--fresh must be >= 1 prompts per task, got {per_task}")
     folder = Path(folder) if folder is not None else fresh_folder(seed, per_task, model)
     folder.mkdir(parents=True, exist_ok=True)
-    reference = shipped_folder(model) / "profile.json"
-    if not (folder / "profile.json").exists():  # scored as the public benchmark is: its reference profile
-        shutil.copyfile(reference, folder / "profile.json")
+    shipped = shipped_folder(model)
+    # scored as the public benchmark is: its reference profile, and the same vocabulary's strings for a
+    # drafter that asks (Drafter.wants_vocab): inside the sandbox the two benchmarks look alike
+    # (replaced in a folder recorded before, whatever it holds: the committed board's Gemma fresh cases
+    # were priced with the embedded model's profile)
+    for name in ("profile.json", VOCAB_FILE):
+        source, copy = shipped / name, folder / name
+        if source.exists() and (not copy.is_file() or copy.is_symlink() or copy.read_bytes() != source.read_bytes()):
+            copy.unlink(missing_ok=True)
+            shutil.copyfile(source, copy)
     prompts = fresh_prompts(seed, per_task)
     total = sum(len(p.turns) for task in TASKS for p in prompts[task])
     t0 = time.perf_counter()

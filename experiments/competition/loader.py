@@ -27,6 +27,7 @@ from experiments.competition.records import (DISQUALIFIED, OK, Attempt, Entry, G
 from experiments.competition.text import clean
 from experiments.running.explain import PARTS, Loss
 from pldcore.errors import PLDError
+from pldcore.params import check_params
 
 
 # -- fields --------------------------------------------------------------------------------------------
@@ -74,6 +75,16 @@ def source_of(value: Any) -> Source:
     return Source(**{k: _text(source.get(k)) for k in ("kind", "name", "sha256", "display")})
 
 
+def _params(value: Any) -> dict:
+    """An entry's parameters where they are within what a spec can hold (``pldcore.params``), else
+    none: a hand-edited file's payload is neither shown nor run again (``entries.submission_of``
+    checks the file's own value and refuses it)."""
+    try:
+        return check_params(value)
+    except PLDError:
+        return {}
+
+
 def _verify(value: Any) -> Verify | None:
     if not isinstance(value, dict) or not value:
         return None
@@ -108,9 +119,64 @@ def _oracle_gap(value: Any) -> dict[str, Loss] | None:
 
 def _attempts(value: Any) -> tuple[Attempt, ...]:
     return tuple(Attempt(time=_text(a.get("time")), status=_text(a.get("status")), score=number(a.get("score")),
-                         reason=_text(a.get("reason")), params=_object(a.get("params")),
+                         reason=_text(a.get("reason")), params=_params(a.get("params")),
                          source=source_of(a.get("source")), record=a)
                  for a in (value if isinstance(value, list) else []) if isinstance(a, dict))
+
+
+# -- the board's other fields ----------------------------------------------------------------------------
+#: what each field of a benchmark's description (``benchmarks[hash]``, ``scoring.benchmark_info``) and of
+#: a fresh link (``fresh[hash]``, ``entries.link_fresh``) may hold: a type, ``{str: T}`` (a mapping of
+#: names to T), ``[T]`` (a list of T) or a nested object of such fields
+_NUMBER = float  # a finite number (int or float, never a bool)
+_FRESH = {"seed": int, "per_task": int, "version": str, "python": str, "space": {str: int}}
+_PROFILE = {"model": str, "device": str, "forward_ms_1": _NUMBER, "flat_up_to": int, "relative": {str: _NUMBER}}
+BENCHMARK_FIELDS = {
+    "hash": str, "folder": str, "public": bool, "name": str, "default": bool, "tasks": {str: int}, "cases": int,
+    "tokens": int, "model": [str], "cpu_profile": _PROFILE, "gpu_profile": _PROFILE,
+    "tracks": {str: {"model": str, "device": str, "forward_ms_1": _NUMBER, "draft_budget": int}}, "fresh": _FRESH,
+}
+LINK_FIELDS = {"hash": str, "cases": int, "tasks": {str: int}, "time": str, **_FRESH}
+
+
+def typed(value: Any, shape: Any) -> Any:
+    """``value`` as ``shape`` says it may be (see :data:`BENCHMARK_FIELDS`), or None: a field of the
+    wrong type reads as missing, as an entry's do; an object keeps the fields it does not describe."""
+    if isinstance(shape, dict) and list(shape) == [str]:  # a mapping of names to shape[str]
+        if not isinstance(value, dict):
+            return None
+        return {k: v for k, item in value.items() if isinstance(k, str) and (v := typed(item, shape[str])) is not None}
+    if isinstance(shape, dict):  # an object of known fields
+        if not isinstance(value, dict):
+            return None
+        known = {k: typed(value[k], sub) for k, sub in shape.items() if k in value}
+        return {**{k: v for k, v in value.items() if k not in shape}, **{k: v for k, v in known.items() if v is not None}}
+    if isinstance(shape, list):
+        return [v for item in value if (v := typed(item, shape[0])) is not None] if isinstance(value, list) else None
+    if shape is _NUMBER:
+        return number(value)
+    if shape is int:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if isinstance(value, shape) else None
+
+
+def board_of(data: Any, where: str = "the board") -> dict:
+    """The board file's content with every field typed (:func:`typed`), read once where the file is
+    read: ``benchmarks`` (hash -> description), ``fresh`` (public hash -> link; a link without its
+    hash is dropped), ``seeds`` (ints), ``owners`` (kept as found: :mod:`.owners` reads it) and
+    ``entries`` (a list of objects: each typed by :func:`entry_of` where it is used). A file that is
+    not an object, or whose ``entries`` is not a list of objects, is no board: one line."""
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), list) \
+            or not all(isinstance(e, dict) for e in data["entries"]):
+        raise PLDError(f"{clean(where, 200)} is not a board file")
+    board = dict(data)
+    board["benchmarks"] = typed(data.get("benchmarks"), {str: BENCHMARK_FIELDS}) or {}
+    links = typed(data.get("fresh"), {str: LINK_FIELDS})
+    if links is not None or "fresh" in data:
+        board["fresh"] = {k: link for k, link in (links or {}).items() if "hash" in link}
+    if "seeds" in data:
+        board["seeds"] = typed(data.get("seeds"), [int]) or []
+    return board
 
 
 # -- entries -------------------------------------------------------------------------------------------
@@ -139,7 +205,7 @@ def entry_of(record: Any, where: str = "the board") -> Entry:
         public=scores_of(record, status=None),
         tracks=_tracks(record.get("tracks")),
         cross_fitted=scores_of(record["cross_fitted"]) if isinstance(record.get("cross_fitted"), dict) else None,
-        source=source_of(record.get("source")), params=_object(record.get("params")),
+        source=source_of(record.get("source")), params=_params(record.get("params")),
         code=_text(record.get("code")), stream=bool(record.get("stream")),
         refused=tuple(_text(r) or "" for r in refused) if isinstance(refused, list) else (),
         refused_count=int(count) if count is not None else 0,

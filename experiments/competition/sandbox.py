@@ -60,7 +60,7 @@ from experiments.competition import confine, isolation
 from experiments.competition.protocol import (Disqualified, OutputTail, Pipe, draft_answer, error_in, fields,
                                               json_answer, protocol_error)
 from experiments.competition.text import clean
-from experiments.benchmarks.traces import traces_setting
+from experiments.benchmarks.traces import SHIPPED_ROOT, traces_setting
 from experiments.running.replay import DRAFT_BUDGET, replay_case
 from experiments.running.serving import serve_traces
 from lookup.base import MAX_TOP, Draft, Drafter
@@ -73,6 +73,7 @@ from pldcore.errors import PLDError
 from lookup.files import compile_source, file_drafter_name
 from lookup.registry import ENTRY_POINT_GROUP
 from pldcore.names import unknown_name
+from pldcore.params import check_params
 
 CHILD_SCRIPT = Path(child_side.__file__).resolve()
 CONFINE_SCRIPT = Path(confine.__file__).resolve()
@@ -82,6 +83,9 @@ SUBMISSION_MAX_BYTES = 1 << 20
 FULL_ISOLATION = ("bwrap", "seccomp")
 #: the child's own report of a slow call (``Child.timed``): any other wording is not the child's
 SLOW_REPORT = re.compile(r"(reset|extend|observe|observe_top|propose) took \d+ ms \(limit \d+ ms\)")
+#: why an entry that asks for the vocabulary's strings is not scored on a benchmark without them
+NO_VOCAB = ("the drafter asks for the vocabulary's strings (wants_vocab), which this benchmark does not hold "
+            "(no vocab.json.gz beside its traces)")
 #: calibration steps run before the submission is loaded (what the protocol itself costs)
 CALIBRATION_STEPS = 16
 
@@ -103,6 +107,13 @@ class Limits:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def _bounded(params: dict | None, name: str) -> dict:
+    """A submission's parameters, bounded where they enter (``pldcore.params``), before anything is
+    scored or written: a parameter 60 lists deep once made the board file unreadable for everyone.
+    (Our own drafters' parameters are ours: ``cross_fit`` hands ``adaptive`` a whole fit as one.)"""
+    return check_params(params or {}, f"the parameters of {clean(name, 48)!r}")
 
 
 @dataclass(frozen=True)
@@ -129,14 +140,14 @@ class Submission:
         except (RecursionError, MemoryError):  # nested past the parser's patience: the child's compile says so
             pass
         return cls(name or file_drafter_name(path),
-                   {"kind": "file", "path": str(path.resolve()), "display": display or path.name}, params or {})
+                   {"kind": "file", "path": str(path.resolve()), "display": display or path.name}, _bounded(params, path.name))
 
     @classmethod
     def entry_point(cls, name: str, display: str | None = None, params: dict | None = None) -> "Submission":
         names = sorted(ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP))
         if name not in names:
             raise PLDError(f"{unknown_name('entry point', name, names)} (group {ENTRY_POINT_GROUP})")
-        return cls(display or name, {"kind": "entry_point", "name": name}, params or {})
+        return cls(display or name, {"kind": "entry_point", "name": name}, _bounded(params, name))
 
     @classmethod
     def builtin(cls, name: str, params: dict | None = None) -> "Submission":
@@ -485,9 +496,13 @@ class Sandbox:
         if error is not None:
             self.kill()
             raise error
-        wants = fields(reply, {"loaded": bool, "wants_top": int})["wants_top"]
+        reply = fields(reply, {"loaded": bool, "wants_top": int, "wants_vocab": bool})
+        wants = reply["wants_top"]
         if wants < 0:
             raise protocol_error(f"wants_top {wants}")
+        if reply["wants_vocab"] and self.vocab is None:  # never scored without what it asked for
+            self.kill()
+            raise Disqualified("unscorable", NO_VOCAB)
         if self._case_layers is not None and self.wants_top and min(wants, MAX_TOP) != self.wants_top:
             raise protocol_error("a case process's drafter wants other top-k rows than the first's")
         self.wants_top = min(wants, MAX_TOP)
@@ -931,6 +946,16 @@ class Evaluation:
         return self.reason is None
 
 
+def trace_roots(sets) -> list[str]:
+    """The folders denied to an entry for the traces of ``sets``: every shipped benchmark's and every
+    fresh recording's (the cache's ``fresh/``), whichever of them is scored, so the hello names the
+    same folders on the public cases as on fresh ones (a fresh folder's name holds its seed); a
+    folder of neither kind (``--traces DIR``) is added by its own name."""
+    fixed = [os.path.realpath(p) for p in (SHIPPED_ROOT, cache_dir() / "fresh")]
+    own = {os.path.realpath(Path(s.path).parent) for s in sets}
+    return fixed + sorted(p for p in own if not any(isolation.under(p, root) for root in fixed))
+
+
 def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequence[str | Path] = (),
              landlock: bool = True, progress: Callable[[], None] | None = None,
              require_isolation: bool = False, stream: bool = False, public: bool = True,
@@ -944,7 +969,7 @@ def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequ
     vocab = max((c.vocab_size for s in sets for c in s.cases), default=0)
     if not vocab:
         raise PLDError("the trace sets hold no cases")
-    deny = [*deny, *{str(Path(s.path).resolve().parent) for s in sets}]
+    deny = [*deny, *trace_roots(sets)]
     result = Evaluation(submission, stream=stream)
     t0 = time.perf_counter()
     strings = next((s.vocab for s in sets if s.vocab is not None), None)  # read only from the parent's side

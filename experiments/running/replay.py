@@ -23,7 +23,7 @@ from decoding.generate import GenerationResult
 from decoding.progress import progress_bar
 from decoding.trace_target import TraceTarget
 from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, default_folder, first_prompts, in_order,
-                                          load_trace_sets, regime_folder, traces_regime, traces_setting)
+                                          load_trace_sets, regime_folder, require_cases, traces_regime, traces_setting)
 from experiments.benchmarks.untrusted import clean
 from experiments.running.cases import check_prompts
 from experiments.running.methods import REFERENCES, DrafterMethod, Sampling, parse_method
@@ -196,6 +196,7 @@ class ReplayComparison:
             sets = [s for s in sets if s.task in parse_list(args.tasks)]
         if not args.full:  # the quick subset: the first --prompts prompts of each task (turns kept together)
             sets = first_prompts(sets, args.prompts)
+        require_cases(sets, f"{args.traces or 'the shipped benchmark'} (as selected)")
         return cls(sets, method_specs, args.results, fresh=args.fresh, stream=getattr(args, "stream", False),
                    profile=profile, draft_budget=draft_budget)
 

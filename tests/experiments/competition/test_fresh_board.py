@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import lzma
+import re
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,27 @@ def test_submit_prints_the_flag_and_says_the_score_is_public(arena, tmp_path, ca
     assert cli.main(["submit", str(attack), "--name", "memoriser-again", "--board", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "FLAG beyond" in out and "public benchmark" in out and "ranks by fresh cases" in out
+    assert_no_public_rank(out)
+
+
+def assert_no_public_rank(out: str) -> None:
+    """Finding 4 of the third red team: `submit` said "rank 1 of 9" by public score. A public score
+    is shown as a score, and the entry is ranked by the next build's fresh cases."""
+    assert not re.search(r"rank \d+ of \d+|#\d+ of \d+", out), out
+    assert re.search(r"public score \d+\.\d+x on the public benchmark \w+ \(\d+% of the oracle's gain there\): "
+                     r"not a rank", out), out
+
+
+def test_submit_to_a_board_ranked_by_fresh_cases_shows_no_public_rank(arena, tmp_path, capsys, monkeypatch):
+    board, info, attack = arena
+    copy = board.copy_to(tmp_path / "board")
+    shipped = load_trace_sets(shipped_folder())
+    few = [dataclasses.replace(s, cases=s.cases[:PUBLIC_PER_TASK]) for s in shipped]
+    monkeypatch.setattr(cli, "_benchmark", lambda args: (few, info))
+    assert cli.main(["submit", str(attack), "--name", "memoriser-late", "--board", str(copy.folder)]) == 0
+    out = capsys.readouterr().out
+    assert_no_public_rank(out)
+    assert "which ranks memoriser-late by them" in out
 
 
 def test_an_entry_submitted_after_the_build_waits_for_fresh_cases(arena):
