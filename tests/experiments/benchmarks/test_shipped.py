@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from experiments.benchmarks.traces import (BENCHMARK_FILE, benchmark_hash, default_folder, load_trace_sets,
-                                           read_benchmark, shipped_folder)
+from experiments.benchmarks.traces import (BENCHMARK_FILE, SHIPPED_ROOT, benchmark_hash, case_seed, default_folder,
+                                           load_trace_sets, read_benchmark, shipped_folder, traces_regime)
 from pldcore.cost import CPU_SMOLLM2
 
 pytestmark = pytest.mark.skipif(not (shipped_folder() / BENCHMARK_FILE).exists(), reason="no shipped benchmark")
@@ -45,3 +45,24 @@ def test_a_case_that_stopped_early_stopped_at_eos(sets):
         for case in trace_set.cases:
             if len(case.output) < case.max_new_tokens:
                 assert case.output[-1] in case.eos, case.case
+
+
+# -- the sampled benchmarks beside them (data/<model>/<regime>/) --------------------------------------
+SAMPLED = sorted(p.parent for p in SHIPPED_ROOT.glob(f"*/*/{BENCHMARK_FILE}"))
+
+
+@pytest.mark.parametrize("folder", SAMPLED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_sampled_benchmark_samples_its_models_prompts_with_a_seed_per_case(folder):
+    info, sets = read_benchmark(folder), load_trace_sets(folder)  # checked against its hash
+    regime = traces_regime(sets)
+    assert not regime.greedy and folder.name == regime.name == info["regime"]
+    assert all(s.profile == load_trace_sets(folder.parent)[0].profile for s in sets)  # the model's reference
+    greedy = {c.case: c for s in load_trace_sets(folder.parent) for c in s.cases}
+    for trace_set in sets:
+        for case in trace_set.cases:
+            assert case.seed == case_seed(info["seed"], case.case)
+            assert case.top is not None and case.top.ids.shape == (len(case.prompt) + len(case.output) - 1, 8)
+            # the greedy benchmark's prompts (a second turn follows the model's own sampled answer)
+            assert case.case in greedy
+            if case.turn == 1:
+                assert case.prompt == greedy[case.case].prompt
