@@ -70,7 +70,7 @@ from pldcore.setting import Setting, reference_setting
 #: the base package (``pldcore``): the child imports it, as ``lookup``, from the parent's checkout
 PLDCORE_DIR = str(Path(pldcore.__file__).resolve().parent)
 from pldcore.errors import PLDError
-from lookup.files import compile_source, file_drafter_name
+from lookup.files import check_could_define_a_drafter, compile_source, file_drafter_name
 from lookup.registry import ENTRY_POINT_GROUP
 from pldcore.names import unknown_name
 
@@ -125,9 +125,11 @@ class Submission:
         if path.stat().st_size > SUBMISSION_MAX_BYTES:
             raise PLDError(f"{path} is over {SUBMISSION_MAX_BYTES >> 20} MiB; a submission is one lookup function")
         try:  # a syntax error is one line now, in compare.py's words; parsed only, nothing of it runs here
-            compile_source(path.read_bytes(), display or path, only_ast=True)
+            tree = compile_source(path.read_bytes(), display or path, only_ast=True)
         except (RecursionError, MemoryError):  # nested past the parser's patience: the child's compile says so
-            pass
+            tree = None
+        if tree is not None:  # a file with no class to be a drafter: one line now, no sandbox, nothing recorded
+            check_could_define_a_drafter(tree, display or path.name)
         return cls(name or file_drafter_name(path),
                    {"kind": "file", "path": str(path.resolve()), "display": display or path.name}, params or {})
 
