@@ -121,6 +121,8 @@ def generate(
     after temperature, top-k and top-p (as transformers' warpers apply them), exactly, with
     one generator seeded by ``seed``; random numbers belong to output positions, so the same
     seed gives the same tokens for every deterministic (lookup) drafter, ``none`` included.
+    ``top_k=0`` keeps every token; transformers' ``generate(do_sample=True)`` applies ``top_k=50``
+    unless told otherwise, so give ``top_k=50`` here to get its tokens through our hook with one seed.
     ``draft_budget`` caps the nodes a drafter may propose per step (a chain's tokens, a tree's
     nodes); the loop never lets a draft run past ``max_new_tokens``. A tree draft is verified in
     one forward (see :mod:`decoding.tree`) and commits its accepted root-to-node path; a tree that
