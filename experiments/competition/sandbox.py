@@ -53,7 +53,7 @@ import numpy as np
 import decoding
 import lookup
 import pldcore
-from decoding.generate import DraftError
+from decoding.generate import DraftError, DrafterFailed
 from decoding.loading import cache_dir
 from experiments.competition import child as child_side
 from experiments.competition import confine, isolation
@@ -771,6 +771,8 @@ class Sandbox:
         drafter = self.drafter()
         try:
             out = replay_case(case, drafter, profile, draft_budget=draft_budget)
+        except DrafterFailed as exc:  # the proxy's own verdict (Disqualified), as it was raised
+            raise exc.__cause__ from None
         except DraftError as exc:
             self.kill()
             raise Disqualified("invalid", str(exc).replace(" (SandboxedDrafter)", "")) from None
@@ -788,6 +790,8 @@ class Sandbox:
         drafter = self.drafter()
         try:
             out = decoding.generate(target, prompt, drafter, max_new_tokens, **kwargs)
+        except DrafterFailed as exc:  # the proxy's own verdict (Disqualified), as it was raised
+            raise exc.__cause__ from None
         except DraftError as exc:
             self.kill()
             raise Disqualified("invalid", str(exc).replace(" (SandboxedDrafter)", "")) from None

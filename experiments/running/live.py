@@ -18,6 +18,7 @@ import lookup
 from decoding.cost import NoisyProfileWarning, cost_profile
 from decoding.devices import fit_threads_to_load, resolve_device
 from decoding.lossless import compare_outputs
+from decoding.generate import DrafterBug
 from decoding.progress import progress_bar
 from experiments.benchmarks.tasks import Prompt, prompts_digest
 from experiments.running.cases import Case, check_settings, conversation_cases, select_prompts
@@ -141,7 +142,10 @@ class Comparison:
     def _measure(self, case: Case, method: Method, drafters: Callable[[DrafterMethod], lookup.Drafter]) -> None:
         has_drafter = isinstance(method, DrafterMethod)  # transformers' references have none
         served = {"drafter": drafters(method)} if has_drafter else {}
-        result = method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.setting, **served)
+        try:
+            result = method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.setting, **served)
+        except DrafterBug as exc:  # the drafter's bug, named with the case it happened in
+            raise exc.in_case(case.id) from exc.__cause__
         ref = self.rows.get((case.id, self.methods[0].spec))
         identical = mismatch = None
         if ref is not None and self.sampling.greedy:

@@ -240,3 +240,38 @@ def test_a_mistyped_drafter_fails_before_the_traces_load(tmp_path, capsys, monke
     assert compare.main(["--replay", "--drafters", "none,adaptve", "--results", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.splitlines() == [err.strip()] and "did you mean 'adaptive'" in err
+
+
+RAISING = """from lookup import Draft, Drafter
+
+
+class Raising(Drafter):
+    def reset(self, prompt):
+        self.seq, self.steps = list(prompt), 0
+
+    def extend(self, tokens):
+        self.seq.extend(tokens)
+        self.steps += 1
+
+    def propose(self, budget):
+        if self.steps == 5:
+            return Draft([self.seq[-100000]])
+        return Draft([])
+"""
+
+
+def test_an_exception_in_a_drafter_is_one_line_naming_the_case_and_the_step(tmp_path, capsys, monkeypatch):
+    """The drafter, the call, the step, the case and its own line, in one line; the traceback only
+    when asked for (PLD_LAB_TRACEBACK=1), above that line."""
+    (tmp_path / "raising.py").write_text(RAISING)
+    argv = ["--replay", "--quick", "--drafters", str(tmp_path / "raising.py"), "--results", str(tmp_path / "r")]
+    assert compare.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err]
+    assert err.startswith("error: case ") and ": drafter 'raising' (Raising) raised IndexError in propose at step 6 (" in err
+    assert "tokens of context) at raising.py:14: list index out of range" in err
+    monkeypatch.setenv("PLD_LAB_TRACEBACK", "1")
+    assert compare.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and 'raising.py", line 14, in propose' in err
+    assert err.strip().splitlines()[-1].startswith("error: case ")
