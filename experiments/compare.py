@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         comparison = ReplayComparison.from_args(args, parsed, profile, budget)
     else:
         comparison = Comparison.from_args(args, parsed)
+        print(comparison.estimate(), flush=True)  # said before the minutes it announces
     comparison.run()
     # the oracle needs the traces: known on a replay, not on a live run
     oracle, extra = None, []

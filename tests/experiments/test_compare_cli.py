@@ -88,15 +88,19 @@ def test_small_comparison_writes_rows_and_resumes(tmp_path, capsys, embedded, mo
     assert compare.main(argv) == 0
     out = capsys.readouterr().out
     assert "## code-edit" in out and "## mt-bench (turn 2)" in out and "identical" in out
+    # how long, said first: every run to do, roughly how long on this machine now
+    assert out.startswith("compare: 9 runs (3 methods x 3 cases, up to 12 new tokens each): about ")
     [path] = tmp_path.glob("compare-*.jsonl")
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(rows) == 3 * 3  # (code-edit + two mt-bench turns) x 3 methods
     assert all(r["identical"] for r in rows if r["method"] != "hf-greedy")
     assert {r["method"] for r in rows} == {"hf-greedy", "none", "unfold"}
     assert all(r["git_sha"] is None or len(r["git_sha"]) >= 40 for r in rows)
-    # a rerun of the same configuration measures nothing new
+    # a rerun of the same configuration measures nothing new, and says so up front
     assert compare.main(argv) == 0
     assert len(path.read_text().splitlines()) == 9
+    assert capsys.readouterr().out.startswith(f"compare: 0 runs (3 methods x 3 cases, up to 12 new tokens each; 9 "
+                                              f"reused from {path}): about 0 s")
 
 
 @pytest.mark.model
