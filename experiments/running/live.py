@@ -96,6 +96,7 @@ class Comparison:
                  sampling: Sampling, results_dir: str | Path = "results", fresh: bool = False,
                  profile: CostProfile = CPU_SMOLLM2, stream: bool = False) -> None:
         self.target, self.prompts, self.profile, self.stream = target, list(prompts), profile, stream
+        self.busy: str | None = None  # the busy-machine warning of the load check, when there was one
         self.max_new_tokens, self.sampling = max_new_tokens, sampling
         #: where every drafter runs: this model on this machine, in this comparison's regime
         self.setting = Setting.of(target.name, profile, sampling.regime,
@@ -137,8 +138,10 @@ class Comparison:
             _warn(busy)
         target = decoding.load_model(args.model, device=args.device)
         profile = machine_profile(target)
-        return cls(target, methods, prompts, args.max_new_tokens, sampling, args.results, args.fresh, profile,
-                   stream=getattr(args, "stream", False))
+        comparison = cls(target, methods, prompts, args.max_new_tokens, sampling, args.results, args.fresh, profile,
+                         stream=getattr(args, "stream", False))
+        comparison.busy = busy  # the plots mark timings taken on a busy machine
+        return comparison
 
     # -- running -----------------------------------------------------------------------------
     def cases_total(self) -> int:
