@@ -330,8 +330,8 @@ def traces_setting(sets: Sequence[TraceSet], profile: CostProfile | None = None,
     names = {case.model for s in sets for case in s.cases[:1]}
     model = names.pop() if len(names) == 1 else sets[0].cases[0].model if sets[0].cases else "?"
     own = sets[0].profile
-    fits = sets[0].path.parent / FITS_FILE
-    return Setting.of(model, profile or own, GREEDY, batch, fits=fits if fits.is_file() else None,
+    fits = Path(sets[0].path).parent / FITS_FILE if sets[0].path is not None else None  # sets made in memory: none
+    return Setting.of(model, profile or own, GREEDY, batch, fits=fits if fits is not None and fits.is_file() else None,
                       profile_source="given" if profile is not None else "the traces' own")
 
 
