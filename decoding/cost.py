@@ -147,7 +147,9 @@ def cost_profile(target: ModelTarget, remeasure: bool = False, **kwargs) -> Cost
     replaces a cached one: the cached profile stands in where there is one (after ``remeasure``),
     else the reference profile where there is one, else the noisy one itself. The noisy
     measurement is remembered (:func:`noisy_path`) for :data:`NOISY_MEMORY`: until then a run
-    uses the same stand-in without measuring again. Each case warns in one line
+    uses the same stand-in without measuring again. A machine already busy when the measurement
+    would begin (:func:`load_per_core` at :data:`BUSY_LOAD` or over: what :func:`is_noisy` reads) is
+    not measured at all where a profile can stand in. Each case warns in one line
     (:class:`NoisyProfileWarning`) saying what stands in and how to measure now; ``remeasure``
     always measures.
     """
@@ -168,13 +170,22 @@ def cost_profile(target: ModelTarget, remeasure: bool = False, **kwargs) -> Cost
                           f"ago, was taken on a busy machine ({_busy(remembered)}); using {instead} until {until}. "
                           f"Measure now: {REMEASURE}", NoisyProfileWarning, stacklevel=2)
             return stand_in or remembered
+    stand_in = cached or reference_profile(target)  # (a cached one was returned above unless remeasured)
+    load = load_per_core()
+    if not remeasure and stand_in is not None and load is not None and load >= BUSY_LOAD:
+        # busy before it begins: the measurement would be thrown away as noisy (is_noisy reads this very
+        # load), so none is taken; a model with nothing to stand in for it is measured all the same
+        warnings.warn(f"cost profile not measured: the machine is busy (load {load:.2f} per core; {BUSY_LOAD:g} or "
+                      f"more is busy), so a measurement would be too noisy to keep; using the reference profile "
+                      f"({stand_in.model}, {stand_in.device}). Measure when "
+                      f"nothing else runs: {REMEASURE}", NoisyProfileWarning, stacklevel=2)
+        return stand_in
     profile = measure_cost_profile(target, **kwargs)
     if not is_noisy(profile):
         profile.save(path)
         noisy.unlink(missing_ok=True)
         return profile
     profile.save(noisy)  # remembered, so that the next runs do not pay for another busy measurement
-    stand_in = cached or reference_profile(target)
     instead = ("the cached profile, kept" if cached else
                f"the reference profile ({stand_in.model}, {stand_in.device})" if stand_in else "it")
     warnings.warn(f"cost profile not cached: the machine was busy while it was measured ({_busy(profile)}); using "

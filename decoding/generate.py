@@ -6,6 +6,7 @@ drafter, so that a number measured on one is comparable with a number measured o
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
@@ -23,8 +24,56 @@ from pldcore.errors import PLDError
 STOP_WINDOW = 64
 
 
-class DraftError(PLDError):
-    """A drafter returned something the verifier cannot use; the message names the drafter."""
+class DrafterBug(PLDError):
+    """A drafter's bug, found by the loop: one line naming the drafter and the step; whoever knows
+    the case (a comparison, a replay) names it too (:meth:`in_case`)."""
+
+    case: str | None = None
+
+    def in_case(self, case: str) -> "DrafterBug":
+        """The same error, its line starting with the case it happened in (once)."""
+        if self.case is not None:
+            return self
+        named = copy.copy(self)
+        named.args = (f"case {case}: {self.args[0]}", *self.args[1:])
+        named.case = case
+        named.__cause__ = self.__cause__
+        return named
+
+
+class DraftError(DrafterBug):
+    """A drafter returned something the verifier cannot use."""
+
+
+class DrafterFailed(DrafterBug):
+    """A drafter's own code raised: the line names the drafter, the call, the step and where in its
+    file; the drafter's exception is the ``__cause__`` (``PLD_LAB_TRACEBACK=1`` prints it under a CLI:
+    :func:`experiments.cli.guarded`)."""
+
+    @classmethod
+    def of(cls, who: str, call: str, step: int, context: int, exc: BaseException) -> "DrafterFailed":
+        where = _drafter_frame(exc)
+        return cls(f"{who} raised {type(exc).__name__} in {call} at step {step} ({context} tokens of context)"
+                         + (f" at {where}" if where else "")
+                         + f": {str(exc)[:200]} (PLD_LAB_TRACEBACK=1 shows the traceback)")
+
+
+def _drafter_frame(exc: BaseException) -> str:
+    """``file.py:LINE`` of the innermost frame of ``exc`` outside pld-lab's own packages (the
+    drafter's file), or of the innermost frame when all are ours; "" without a traceback."""
+    import os
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    theirs = [f for f in frames if not os.path.abspath(f.filename).startswith(ours + os.sep)] or frames
+    return f"{os.path.basename(theirs[-1].filename)}:{theirs[-1].lineno}"
+
+
+def _who(drafter: Drafter) -> str:
+    return f"drafter {drafter.name!r} ({type(drafter).__name__})"
 
 
 @dataclass(slots=True)
@@ -121,6 +170,8 @@ def generate(
     after temperature, top-k and top-p (as transformers' warpers apply them), exactly, with
     one generator seeded by ``seed``; random numbers belong to output positions, so the same
     seed gives the same tokens for every deterministic (lookup) drafter, ``none`` included.
+    ``top_k=0`` keeps every token; transformers' ``generate(do_sample=True)`` applies ``top_k=50``
+    unless told otherwise, so give ``top_k=50`` here to get its tokens through our hook with one seed.
     ``draft_budget`` caps the nodes a drafter may propose per step (a chain's tokens, a tree's
     nodes); the loop never lets a draft run past ``max_new_tokens``. A tree draft is verified in
     one forward (see :mod:`decoding.tree`) and commits its accepted root-to-node path; a tree that
@@ -160,13 +211,31 @@ def generate(
     rows_k = stats.top_rows = drafter.wants_top
     prompt_top = target.start(prompt, top_k=rows_k) if rows_k else target.start(prompt)
     stats.prefill_s = time.perf_counter() - t_start
-    t0 = time.perf_counter()
-    drafter.reset(prompt)
-    if prompt_top is not None:
-        drafter.observe_top(np.asarray(prompt[:-1], dtype=np.int64), prompt_top.ids, prompt_top.probs)
-    stats.drafter_s += time.perf_counter() - t0
-
+    calling = [""]  # the drafter call under way: an exception raised in it is the drafter's (DrafterFailed)
     generated: list[int] = []
+    try:
+        calling[0] = "reset"
+        t0 = time.perf_counter()
+        drafter.reset(prompt)
+        if prompt_top is not None:
+            calling[0] = "observe_top"
+            drafter.observe_top(np.asarray(prompt[:-1], dtype=np.int64), prompt_top.ids, prompt_top.probs)
+        stats.drafter_s += time.perf_counter() - t0
+        calling[0] = ""
+        return _loop(target, drafter, accept, prompt, generated, stats, max_new_tokens, draft_budget, eos,
+                     stop_strings, rows_k, record_steps, t_start, calling)
+    except (PLDError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - named and re-raised: the drafter's own code failed
+        if not calling[0]:  # the target's or ours: as it was
+            raise
+        raise DrafterFailed.of(_who(drafter), calling[0], stats.forwards + 1, len(prompt) + len(generated), exc) from exc
+
+
+def _loop(target, drafter, accept, prompt, generated, stats, max_new_tokens, draft_budget, eos, stop_strings,
+          rows_k, record_steps, t_start, calling: list[str]) -> GenerationResult:
+    """The steps of :func:`generate` after the drafter's reset, until a stop; ``calling[0]`` names
+    the drafter call under way ("" between them)."""
     last = prompt[-1]
     stop_reason = "length"
     while len(generated) < max_new_tokens:
@@ -174,9 +243,11 @@ def generate(
         # -- propose: never more than the tokens left after the target's own next one
         t0 = time.perf_counter()
         budget = min(draft_budget, remaining - 1)
+        calling[0] = "propose"
         draft = drafter.propose(budget) if budget > 0 else EMPTY_DRAFT
+        calling[0] = ""
         drafter_s = time.perf_counter() - t0
-        _check_draft(draft, budget, target.vocab_size, drafter)
+        _check_draft(draft, budget, target.vocab_size, drafter, stats.forwards + 1)
         if draft.probs is not None and getattr(target, "deterministic_drafts_only", False):
             raise DraftError(f"drafter {drafter.name!r} drafts with probabilities (Draft.probs): a recorded sampled "
                              "run replays deterministic drafts only, whose outcome does not depend on them; "
@@ -188,8 +259,11 @@ def generate(
         new, stop_reason = _apply_stops(new, generated, eos, stop_strings, target)
         # -- extend
         t0 = time.perf_counter()
+        calling[0] = "extend"
         drafter.extend(new)
+        calling[0] = "observe"
         drafter.observe(draft, accepted)
+        calling[0] = ""
         if rows_k:
             # what the target expected after each committed input: the sequence's own rows, never
             # a rejected draft node's (a recorded trace cannot hold those, and replay must hand a
@@ -198,7 +272,9 @@ def generate(
             top = target.committed_top(scores, committed, rows_k)
             if top is not None:
                 inputs = np.concatenate([[last], draft.tokens])
+                calling[0] = "observe_top"
                 drafter.observe_top(inputs[committed], top.ids, top.probs)
+                calling[0] = ""
         drafter_s += time.perf_counter() - t0
 
         generated.extend(new)
@@ -257,20 +333,50 @@ def _built_for(target: Target, spec: str, profile, temperature: float, top_k: in
     return parsed.build(target_setting(target, profile, regime))
 
 
-def _check_draft(draft: Draft, budget: int, vocab_size: int, drafter: Drafter) -> None:
-    """A drafter bug must fail loudly and name the drafter, never corrupt the output."""
-    who = f"drafter {drafter.name!r} ({type(drafter).__name__})"
+def _check_draft(draft: Draft, budget: int, vocab_size: int, drafter: Drafter, step: int = 1) -> None:
+    """A drafter bug must fail loudly and name the drafter and the step, never corrupt the output.
+    A propose that changes the drafter's state is named as that, where it is the likelier cause
+    (:func:`_changes_itself`)."""
+    problem = _draft_problem(draft, budget, vocab_size)
+    if problem:
+        changed = _changes_itself(drafter, budget)
+        if changed:
+            raise DraftError(f"{_who(drafter)}: propose changes what the drafter knows ({changed}); only extend "
+                             f"may (docs/writing-a-drafter.md). Seen at step {step}, where it {problem}")
+        raise DraftError(f"{_who(drafter)} {problem} at step {step}")
+
+
+def _draft_problem(draft, budget: int, vocab_size: int) -> str:
+    """What makes ``draft`` unusable ("" for nothing), as the end of a sentence naming its drafter."""
     if not isinstance(draft, Draft):
-        raise DraftError(f"{who} returned {type(draft).__name__}, not a Draft")
+        return f"returned {type(draft).__name__}, not a Draft"
     if len(draft) > budget:
-        raise DraftError(f"{who} proposed {len(draft)} tokens with a budget of {budget}")
+        return f"proposed {len(draft)} tokens with a budget of {budget}"
     if len(draft) and (draft.tokens.min() < 0 or draft.tokens.max() >= vocab_size):
-        raise DraftError(f"{who} proposed ids outside the vocabulary [0, {vocab_size})")
+        return f"proposed ids outside the vocabulary [0, {vocab_size})"
     problem = draft.problem()
     if problem:
-        raise DraftError(f"{who} proposed a malformed tree: {problem}")
+        return f"proposed a malformed tree: {problem}"
     if draft.probs is not None and draft.probs.shape[1] != vocab_size:
-        raise DraftError(f"{who} gave draft probabilities over {draft.probs.shape[1]} ids, the vocabulary has {vocab_size}")
+        return f"gave draft probabilities over {draft.probs.shape[1]} ids, the vocabulary has {vocab_size}"
+    return ""
+
+
+def _changes_itself(drafter: Drafter, budget: int) -> str:
+    """Whether ``propose`` changes the drafter (asked only once a draft is found unusable: the run
+    ends anyway): two more calls with nothing extended between must give one draft. Returns what
+    was seen ("" when they agree, or when asking fails)."""
+    try:
+        first, second = drafter.propose(max(budget, 1)), drafter.propose(max(budget, 1))
+        same = isinstance(first, Draft) and isinstance(second, Draft) and np.array_equal(first.tokens, second.tokens) \
+            and (first.parents is None) == (second.parents is None) \
+            and (first.parents is None or np.array_equal(first.parents, second.parents))
+    except Exception:  # noqa: BLE001 - a diagnosis only: the unusable draft is reported either way
+        return ""
+    if same:
+        return ""
+    shown = [d.tokens.tolist()[:8] if isinstance(d, Draft) else type(d).__name__ for d in (first, second)]
+    return f"two calls of propose({max(budget, 1)}) with nothing extended between gave {shown[0]}, then {shown[1]}"
 
 
 def _apply_stops(

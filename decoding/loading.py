@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from decoding.devices import resolve_device
-from decoding.progress import library_bars
+from decoding.progress import library_bars, transformers_bars
 from pldcore.errors import PLDError
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def converted_checkpoint(gguf: Path, key: str | None = None) -> Path:
     from transformers import modeling_gguf_pytorch_utils
 
     try:
-        with library_bars(modeling_gguf_pytorch_utils):  # its bar, off a terminal, fills a log with frames
+        with library_bars(modeling_gguf_pytorch_utils), transformers_bars():  # its bars, off a terminal, fills a log with frames
             tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
             model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     except (ValueError, KeyError, OSError, NotImplementedError) as exc:
@@ -191,10 +191,11 @@ def load_model(
             raise PLDError(f"model not found: {name_or_path} (give a packaged model: {', '.join(PACKAGED)}; a GGUF "
                            "file, a local folder or a hub name like org/model)")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path if Path(path).exists() else str(name_or_path))
-        model = AutoModelForCausalLM.from_pretrained(
-            path if Path(path).exists() else str(name_or_path), dtype=dtype
-        ).to(device)
+        with transformers_bars():  # its "Loading weights" bar, off a terminal, writes frames into a log
+            tokenizer = AutoTokenizer.from_pretrained(path if Path(path).exists() else str(name_or_path))
+            model = AutoModelForCausalLM.from_pretrained(
+                path if Path(path).exists() else str(name_or_path), dtype=dtype
+            ).to(device)
     except OSError as exc:
         raise PLDError(f"could not load model {name}: {str(exc).splitlines()[0]}") from None
     return ModelTarget(model, tokenizer, name=name)

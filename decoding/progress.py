@@ -22,7 +22,7 @@ from typing import Iterator
 
 from tqdm import tqdm
 
-__all__ = ["library_bars", "on_terminal", "progress_bar"]
+__all__ = ["library_bars", "on_terminal", "progress_bar", "transformers_bars"]
 
 
 def on_terminal() -> bool:
@@ -56,3 +56,20 @@ def library_bars(module) -> Iterator[None]:
         yield
     finally:
         module.tqdm = drawn
+
+
+@contextlib.contextmanager
+def transformers_bars() -> Iterator[None]:
+    """Within this block, the bars transformers draws through its own switch
+    (``transformers.utils.logging``: "Loading weights" at every ``from_pretrained``) follow the same
+    rule: on a terminal only. The switch is put back as it was (a CLI may have turned it off for good)."""
+    from transformers.utils import logging as hf_logging
+
+    if on_terminal() or not hf_logging.is_progress_bar_enabled():
+        yield
+        return
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.enable_progress_bar()

@@ -8,6 +8,7 @@ import difflib
 import functools
 import os
 import sys
+import traceback
 from typing import Callable, NoReturn, Sequence
 
 from experiments.benchmarks.untrusted import clean
@@ -18,6 +19,8 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 #: the longest error line: room for a message that lists every name on a board, still one line
 ERROR_CHARS = 2000
+#: set (to anything) to print the traceback of an error above its one line (a drafter's own bug, say)
+TRACEBACK_ENV = "PLD_LAB_TRACEBACK"
 
 
 def guarded(main: Callable[..., int | None]) -> Callable[..., int]:
@@ -29,6 +32,8 @@ def guarded(main: Callable[..., int | None]) -> Callable[..., int]:
         try:
             return int(main(*args, **kwargs) or 0)
         except PLDError as exc:
+            if os.environ.get(TRACEBACK_ENV):  # the whole story, for a bug in a drafter of one's own
+                traceback.print_exception(exc, file=sys.stderr)
             print(f"error: {clean(exc, ERROR_CHARS)}", file=sys.stderr)
             return EXIT_USAGE
         except KeyboardInterrupt:

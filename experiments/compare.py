@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         comparison = ReplayComparison.from_args(args, parsed, profile, budget)
     else:
         comparison = Comparison.from_args(args, parsed)
+        print(comparison.estimate(), flush=True)  # said before the minutes it announces
     comparison.run()
     # the oracle needs the traces: known on a replay, not on a live run
     oracle, extra = None, []
@@ -144,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = list(comparison.rows.values())
     for fmt, path in exports.items():
         print(f"rows ({fmt}): {FORMATS[fmt](rows, path)}")
-    plots = write_plots(rows, plot_folder(args.results, comparison.experiment, comparison.order), oracle=oracle)
+    plots = write_plots(rows, plot_folder(args.results, comparison.experiment, comparison.order), oracle=oracle,
+                        busy=getattr(comparison, "busy", None))  # a live run's timings on a busy machine are marked
     if plots:
         print(f"plots: {', '.join(str(p) for p in plots)}")
     log_comparison(rows, mode=mode, group=f"{experiment_label(comparison.config)}-{comparison.experiment}",

@@ -4,6 +4,7 @@
     python experiments/leaderboard.py submit --entry-point my-drafter           # an installed plug-in
     python experiments/leaderboard.py show                                      # the board, in the terminal
     python experiments/leaderboard.py build [--examples] [--wandb offline] [--verify]
+    python experiments/leaderboard.py build --model NAME_OR_GGUF [--prompts 8]     # your own model's board
     python experiments/leaderboard.py render                                    # the views again, scoring nothing
     python experiments/leaderboard.py figures [--check]                          # the board's figures in the docs
 
@@ -57,6 +58,8 @@ from pldcore.names import unknown_name  # noqa: E402
 from pldcore.params import MAX_PARAMS_BYTES, MAX_PARAMS_DEPTH, check_params  # noqa: E402
 from experiments.benchmarks.untrusted import parse_json  # noqa: E402
 from lookup.specs import parse_spec  # noqa: E402
+from experiments.own_board import OwnBoard, default_board, timed  # noqa: E402
+from experiments.running.cases import check_prompts  # noqa: E402
 
 
 # -- CLI --------------------------------------------------------------------------------------------------
@@ -103,12 +106,19 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--rerun", action="store_true", help="re-evaluate baselines (and examples) already on the board")
     b.add_argument("--no-peers", action="store_true", help="leave the peers' lookup functions (docs/peers.md) out")
     b.add_argument("--wandb", default="off", help="log the board as a W&B table: online, offline or off (default off)")
-    b.add_argument("--fresh", type=int, default=DEFAULT_PER_TASK,
+    b.add_argument("--fresh", type=int, default=None,
                    help=f"prompts per task of the fresh cases made, recorded and scored at this build, which rank "
-                        f"the board (default {DEFAULT_PER_TASK}; 0: the public benchmark only, for a quick local build)")
+                        f"the board (default {DEFAULT_PER_TASK}, with --model 0; 0: the public benchmark only, for a "
+                        f"quick local build)")
     b.add_argument("--seed", type=int, default=None,
                    help="the fresh cases' seed (default: drawn now, one the board never published; a seed the "
                         "board published is an audit: scored on a copy of the board, changing no rank)")
+    b.add_argument("--model", default=None, metavar="NAME_OR_GGUF",
+                   help="your own model's board in one command: record its benchmark (--prompts per task, "
+                        "--max-new-tokens), measure its cost profile here, fit adaptive's acceptance models on its "
+                        "traces, build its board (default folder results/boards/MODEL/; resumable: what is done is kept)")
+    b.add_argument("--prompts", type=int, default=8, help="with --model: prompts per task to record (default 8)")
+    b.add_argument("--max-new-tokens", type=int, default=128, help="with --model: new tokens per case (default 128)")
     b.add_argument("--verify", action="store_true", help="rerun the top entries live on the embedded model")
     b.add_argument("--verify-top", type=int, default=3)
     b.add_argument("--verify-prompts", type=int, default=3)
@@ -162,6 +172,8 @@ def _benchmark(args, folder: Path | None = None):
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     quiet_libraries()
+    if args.command == "build" and args.model and args.board == str(DEFAULT_BOARD):
+        args.board = str(default_board(args.model))  # an own model's board never goes into the committed one
     board = Board(args.board)
     return COMMANDS[args.command](args, board)
 
@@ -348,10 +360,14 @@ def cmd_build(args, board: Board) -> int:
     """Build the board of the benchmark named, or of every shipped benchmark in turn (one fresh seed
     for all: the same prompts, recorded on each benchmark's model)."""
     _limits(args)  # a bad limit is one line before any work
+    if args.fresh is None:
+        args.fresh = 0 if args.model else DEFAULT_PER_TASK
     if args.fresh < 0:
         raise PLDError("--fresh must be >= 0 prompts per task")
     if args.fresh:
         board = _fresh_seed(args, board)
+    if args.model:
+        return _build_own(args, board)
     if args.traces or args.benchmark:
         return _build(args, board, _folder(args))
     folders = list(shipped_benchmarks().values())
@@ -379,6 +395,23 @@ def _fresh_seed(args, board: Board) -> Board:
     print(f"audit: seed {args.seed} was published by {clean(portable_path(board.path), 200)}, so its cases rank "
           f"nothing again; scoring on a copy of the board ({audit.folder}), this board is left unchanged")
     return audit
+
+
+def _build_own(args, board: Board) -> int:
+    """``build --model``: record, profile, fit, board (:mod:`experiments.own_board`), saying up front how
+    long and after each step how long it took."""
+    if args.traces or args.benchmark:
+        raise PLDError("--model records its own benchmark: give --model or --traces/--benchmark, not both")
+    check_prompts(args.prompts)
+    if args.max_new_tokens < 1:
+        raise PLDError("--max-new-tokens must be >= 1")
+    target = decoding.load_model(args.model)
+    plan = OwnBoard.plan(target, board.folder, args.prompts, args.max_new_tokens)
+    print(plan.estimate(peers=not args.no_peers, scored=0 if args.rerun else plan.scored(board)), flush=True)
+    timed("1/4 record", plan.record)
+    timed("2/4 cost profile", plan.profile)
+    print(timed("3/4 acceptance fit", plan.fit))
+    return timed("4/4 board", lambda: _build(args, board, plan.traces))
 
 
 def _build(args, board: Board, folder: Path) -> int:

@@ -48,6 +48,7 @@ from experiments.running import acceptance_fit  # noqa: E402
 from experiments.running.hindsight import parse_mode as parse_hindsight_mode  # noqa: E402
 from experiments.running.record import record  # noqa: E402
 from experiments.running.replay import ReplayComparison, default_specs, replay_methods  # noqa: E402
+from experiments.running.store import config_hash  # noqa: E402
 from experiments.running.tracks import profile_arg  # noqa: E402
 from experiments.running.verify import check_traces  # noqa: E402
 from pldcore import fits as fits_module  # noqa: E402
@@ -103,7 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--drafters", default=lookup.DEFAULT_DRAFTER,
                      help=f"comma-separated drafter specs (default: {lookup.DEFAULT_DRAFTER})")
     add_traces_options(exp)
-    exp.add_argument("--plot", default="results/oracle_gap.png", help="where to draw the plot ('' for none)")
+    exp.add_argument("--plot", default=None,
+                     help="where to draw the plot ('' for none; default results/oracle_gap-HASH.png, HASH of the "
+                          "drafters, traces, profile, --stream and --hindsight: another explain draws another file)")
     exp.add_argument("--stream", action="store_true",
                      help="one stream of requests: drafters that keep a history across requests learn from earlier cases")
     exp.add_argument("--profile", default=None, metavar="NAME|FILE",
@@ -183,6 +186,8 @@ def cmd_explain(args) -> int:
     print("missed: no draft where the oracle drafted; wrong: nothing accepted though a correct run existed; "
           "short/long: accepted less/more than the oracle's best cut, or rejected draft tokens (long); "
           "beyond: past any run of the context; drafter: its own time")
+    if args.plot is None:
+        args.plot = default_plot(args, specs, modes)
     if args.plot:
         print(f"plot: {write_loss_plot(losses, args.plot)}")
         curves = signal_curves(runs, losses)
@@ -190,6 +195,16 @@ def cmd_explain(args) -> int:
             plot = Path(args.plot)
             print(f"plot: {write_signal_plot(curves, plot.with_name(plot.stem + '_signal' + plot.suffix))}")
     return 0
+
+
+def default_plot(args, specs: list[str], modes: list[str]) -> str:
+    """``results/oracle_gap-HASH.png``, HASH of what the plot shows (the drafters, the traces, the
+    profile, the stream, the hindsight modes): an explain of other inputs never overwrites it, the
+    same explain again does."""
+    folder = str(Path(args.traces).resolve()) if args.traces else "default"
+    key = config_hash({"drafters": specs, "traces": folder, "profile": args.profile, "stream": bool(args.stream),
+                       "hindsight": modes})
+    return f"results/oracle_gap-{key}.png"
 
 
 def signal_curves(runs: list[tuple[str, str | None]], losses: dict) -> dict[str, list[tuple[float, float]]]:

@@ -10,6 +10,7 @@ file can be submitted to the competition unchanged.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import sys
@@ -40,11 +41,30 @@ def _leaves(module: types.ModuleType) -> list[type[Drafter]]:
     return [c for c in found if not any(o is not c and issubclass(o, c) for o in found)]
 
 
+def _no_drafter(where) -> PLDError:
+    return PLDError(f"{where} defines no Drafter subclass (class X(lookup.Drafter) with a propose method)")
+
+
+def check_could_define_a_drafter(tree: ast.Module, where) -> None:
+    """Refuse, from the parsed source alone (nothing of it runs), a file that cannot define a
+    drafter: it has no ``class`` statement with a base (a Drafter subclass names one) and builds
+    no class with ``type(name, bases, namespace)``. Sound, not complete: a file that passes may
+    still define none, which only running it tells (:func:`the_drafter`). ``leaderboard.py submit``
+    asks this before it starts a sandbox, so the slip is one line at once, as in compare.py."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and (node.bases or node.keywords):
+            return
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
+                and len(node.args) == 3:
+            return
+    raise _no_drafter(where)
+
+
 def the_drafter(module: types.ModuleType, where: str) -> type[Drafter]:
     """The one drafter ``module`` defines; none or several raise PLDError naming ``where``."""
     leaves = _leaves(module)
     if not leaves:
-        raise PLDError(f"{where} defines no Drafter subclass (class X(lookup.Drafter) with a propose method)")
+        raise _no_drafter(where)
     if len(leaves) > 1:
         names = ", ".join(sorted(c.__name__ for c in leaves))
         raise PLDError(f"{where} defines {len(leaves)} Drafter subclasses ({names}); a drafter file defines exactly one")
@@ -56,8 +76,6 @@ def compile_source(source: bytes | str, where: str | Path, filename: str | None 
     parsed only. A syntax error is a PLDError naming ``where`` (the file as its user knows it) and
     the line, the one message every way of loading a drafter file gives:
     ``my_drafter.py: line 4: expected ':'``. ``filename``: what tracebacks name (default ``where``)."""
-    import ast
-
     try:
         return compile(source, filename or str(where), "exec", ast.PyCF_ONLY_AST if only_ast else 0,
                        dont_inherit=True)

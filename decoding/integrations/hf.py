@@ -18,7 +18,9 @@ is honoured, and how:
   length, as transformers counts them); EOS ids from the generation config;
 - decoding: greedy, or ``do_sample`` with ``temperature``, ``top_k`` and ``top_p``, sampled
   exactly (the output has the target's distribution; not transformers' random stream, so the same
-  seed gives other tokens than plain sampling does; ``seed=`` fixes ours);
+  seed gives other tokens than plain sampling does; ``seed=`` fixes ours). transformers applies its
+  default ``top_k=50`` whenever ``do_sample`` is on and no ``top_k`` is given; ``decoding.generate``'s
+  ``top_k`` defaults to 0 (no truncation): with the same ``top_k`` (and seed) the two give the same tokens;
 - stopping criteria: the config's (max length, EOS, stop strings) and your own; a criterion is
   checked at every generated token, as transformers does, and the output ends where it first fires;
 - batches: row by row, left padding removed from each row's prompt (``attention_mask``); rows

@@ -59,6 +59,9 @@ MAX_INFO_BYTES = 1 << 20
 #: the vocabulary's strings beside the traces (gzip JSON), and the most it may hold compressed and not:
 #: SmolLM2's 49,152 strings are 0.2 MB compressed, 0.5 MB not; a 262,144-token vocabulary a few MB
 VOCAB_FILE = "vocab.json.gz"
+#: the acceptance models' fit made on a folder's own traces (``leaderboard.py build --model``): every
+#: drafter replayed on them reads it (:func:`traces_setting`); without one, the shipped fit of the model
+FITS_FILE = "fits.json"
 MAX_VOCAB_BYTES = 16 << 20
 MAX_VOCAB_TEXT = 64 << 20
 #: compressed bytes read, and decompressed bytes produced, at a time
@@ -414,7 +417,9 @@ def traces_setting(sets: Sequence[TraceSet], profile: CostProfile | None = None,
     names = {case.model for s in sets for case in s.cases[:1]}
     model = names.pop() if len(names) == 1 else sets[0].cases[0].model if sets[0].cases else "?"
     own = sets[0].profile
+    fits = Path(sets[0].path).parent / FITS_FILE if sets[0].path is not None else None  # sets made in memory: none
     return Setting.of(model, profile or own, traces_regime(sets), batch,
+                      fits=fits if fits is not None and fits.is_file() else None,
                       profile_source="given" if profile is not None else "the traces' own")
 
 

@@ -76,32 +76,84 @@ def groups_of(entries: Sequence[Entry]) -> list[str]:
     return sorted({g for e in entries for g in e.public.groups})
 
 
+def main_headers(fresh: bool) -> list[str]:
+    """The board's columns; ``fresh``: fresh cases rank it, and each column says its basis."""
+    return ["#", "entry", "kind", *(["fresh CPU (ranks)", "public CPU"] if fresh else ["est. speedup CPU"]),
+            "public CPU cross-fitted" if fresh else "CPU cross-fitted",
+            "public GPU (flat track)" if fresh else "est. speedup GPU (flat track)",
+            *(["tau (public)", "of oracle gain (fresh)", "drafter µs/step (sandbox CPU, public)"] if fresh
+              else ["tau", "of oracle gain", "drafter µs/step (sandbox CPU)"]),
+            "notes"]
+
+
+#: what each column of the board holds, in every view that shows it (Markdown and HTML); a column's
+#: basis (fresh or public cases) is in its name
+COLUMNS = {
+    "#": "the rank (the oracle is a ceiling, not ranked)",
+    "entry": "the entry's name; `:history=true` entries serve the cases as one stream",
+    "kind": "baseline (ours), peer (another system's lookup function, `docs/peers.md`), submission, ceiling",
+    "fresh CPU (ranks)": "what the board ranks by: the geometric mean over task groups of the estimated speedup over "
+                         "plain greedy decoding under the benchmark's CPU profile, on the fresh cases made at the build",
+    "public CPU": "the same, on the public benchmark's cases (anyone can read their answers)",
+    "est. speedup CPU": "what the board ranks by: the geometric mean over task groups of the estimated speedup over "
+                        "plain greedy decoding under the benchmark's CPU profile",
+    "public CPU cross-fitted": "an entry fitted on the public cases, scored on them again with each half's fit made "
+                               "on the other half only (`docs/competition.md`); - for the others",
+    "CPU cross-fitted": "an entry fitted on these cases, scored on them again with each half's fit made on the other "
+                        "half only (`docs/competition.md`); - for the others",
+    "public GPU (flat track)": "the entry replayed again planning for the flat GPU profile and priced under it "
+                               "(## GPU tracks), on the public cases",
+    "est. speedup GPU (flat track)": "the entry replayed again planning for the flat GPU profile and priced under it "
+                                     "(## GPU tracks)",
+    "tau (public)": "new tokens per target forward on the public cases (1.0 = plain decoding)",
+    "tau": "new tokens per target forward (1.0 = plain decoding)",
+    "of oracle gain (fresh)": "(score - 1) / (oracle - 1), fresh cases",
+    "of oracle gain": "(score - 1) / (oracle - 1)",
+    "drafter µs/step (sandbox CPU, public)": "the sandboxed process's CPU time per step as the parent measured it, "
+                                             "its handling of each request included (`plain`'s figure is that "
+                                             "handling alone; `compare.py` shows the in-process wall time, less)",
+    "drafter µs/step (sandbox CPU)": "the sandboxed process's CPU time per step as the parent measured it, its "
+                                     "handling of each request included (`plain`'s figure is that handling alone; "
+                                     "`compare.py` shows the in-process wall time, less)",
+    "notes": "flags, a stream, refused operations, partial isolation, a slow reset, a live check",
+}
+
+
+def ranked_by(entries: Sequence[Entry]) -> str:
+    """The sentence that says what the board ranks by and which cases each figure is of."""
+    fresh = has_fresh(entries)
+    return ("Ranked by the geometric mean over task groups of the **estimated speedup** over plain greedy decoding"
+            " under the CPU profile (forward cost by tokens verified, plus the drafter's own CPU time, reset"
+            " included, as the parent measured it)" + (
+                ", on the **fresh cases** made at the build: prompts drawn from a seed at the build, so nobody"
+                " could know their answers. Every other figure (*public ...* columns, the tables per group, the GPU"
+                " tracks) is of the **public** benchmark's cases, which anyone can read: an entry that remembers"
+                " them scores higher there than on the fresh ones" if fresh else "") + ".")
+
+
 def main_rows(entries: Sequence[Entry], esc: Callable[[object], str] = clean) -> tuple[list[str], list[list], list[Entry]]:
     """(headers, rows of display strings, the entries in row order): the oracle, then the ranking.
     ``esc`` makes an entry's texts safe for the view (the numbers are ours)."""
     oracle, ok, _ = ranked(entries)
     fresh = has_fresh(entries)
-    headers = ["#", "entry", "kind", *(["fresh CPU (ranks)", "public CPU"] if fresh else ["est. speedup CPU"]),
-               "public CPU cross-fitted" if fresh else "CPU cross-fitted",
-               "est. speedup GPU (flat track)", *(["tau (public)", "of oracle gain (fresh)",
-                                                   "drafter µs/step (sandbox CPU, public)"] if fresh
-                                                  else ["tau", "of oracle gain", "drafter µs/step (sandbox CPU)"]),
-               "notes"]
+    headers = main_headers(fresh)
     public = (lambda e: [_x(e.public.score)]) if fresh else (lambda e: [])
+    # one column, one basis: the GPU column is of the public cases (as the GPU tracks' tables), fresh or not
+    gpu = (lambda e: e.public.score_gpu) if fresh else (lambda e: board_scores(e).score_gpu)
     rows, order = [], []
     if oracle:
         shown = board_scores(oracle)
         aware = shown.score_cost_aware
         note = "knows the answer, drafts exactly the accepted run" + (
             f"; cost-aware: {_x(aware)} CPU" + (" on the fresh cases" if fresh else "") if aware else "")
-        rows.append(["-", ORACLE, "ceiling", _x(shown.score), *public(oracle), "-", _x(shown.score_gpu),
+        rows.append(["-", ORACLE, "ceiling", _x(shown.score), *public(oracle), "-", _x(gpu(oracle)),
                      _f(oracle.public.tau), "100%", "-", note])
         order.append(oracle)
     for rank, e in enumerate(ok, 1):
         gain = _gain(e, oracle)
         shown = board_scores(e)
         rows.append([str(rank), esc(e.name), esc(e.kind), _x(shown.score), *public(e),
-                     cross_fitted_cell(e), _x(shown.score_gpu), _f(e.public.tau),
+                     cross_fitted_cell(e), _x(gpu(e)), _f(e.public.tau),
                      "-" if gain is None else f"{100 * gain:.0f}%".replace("-0%", "0%"),
                      _f(e.public.drafter_us_per_step, 0), esc(_notes(e))])
         order.append(e)
@@ -162,12 +214,6 @@ def track_lines(entries: Sequence[Entry], info: dict, esc: Callable[[object], st
             lines += ["", f"pick on this track: {esc(ours[0].name)}"
                       f" ({_x(track_scores(ours[0], track).score)})"]
     return lines
-
-
-#: what the cross-fitted column says, under the Markdown board
-CROSS_FITTED_NOTE = ("*cross-fitted*: an entry of ours whose numbers were fitted on the public cases (`adaptive`'s"
-                     " acceptance models) scored on them again, each half of the cases with a fit made on the other"
-                     " half only; its public score beside it is in sample (`docs/competition.md`).")
 
 
 def cross_fitted(entry: Entry | None) -> Scores | None:
@@ -322,17 +368,13 @@ def markdown(entries: Sequence[Entry], info: dict) -> str:
         "",
         *[f"- {md(line, 1000)}" for line in _benchmark_lines(info) if line],
         "",
-        "Ranked by the geometric mean over task groups of the **estimated speedup** over plain greedy decoding"
-        " under the CPU profile (forward cost by tokens verified, plus the drafter's own CPU time, reset"
-        " included, as the parent measured it)" + (", on the fresh cases made at the build; the public"
-        " benchmark's score beside it, and the other columns and tables of the public benchmark" if has_fresh(entries)
-        else "") + ". *of oracle gain* = (score - 1) / (oracle - 1). *drafter µs/step (sandbox CPU)*: the"
-        " sandboxed process's CPU time per step as the parent measured it, its handling of each request included"
-        " (`plain`'s figure is that handling alone); `compare.py` shows the in-process wall time, less. *est."
-        " speedup GPU (flat track)*: the entry replayed again planning for the flat GPU profile (## GPU tracks). "
-        + CROSS_FITTED_NOTE,
+        ranked_by(entries),
         "",
         render(headers, rows, markdown=True),
+        "",
+        "Columns:",
+        "",
+        *[f"- *{h}*: {COLUMNS[h]}" for h in headers],
         "",
         "## Per task group",
         "",
@@ -435,7 +477,8 @@ def board_json(entries: Sequence[Entry], info: dict) -> dict:
 # -- the plot -----------------------------------------------------------------------------------------------
 def plot_png(entries: Sequence[Entry]) -> bytes | None:
     """Grouped bars: estimated speedup per task group (and the geo-mean), CPU and GPU profiles, of the
-    oracle and the top :data:`PLOT_TOP` entries (``reporting.plots.grouped_bars_png`` draws them)."""
+    oracle and the top :data:`PLOT_TOP` entries (``reporting.plots.grouped_bars_png`` draws them), every
+    bar of the public cases (the groups are theirs; fresh scores rank the entries shown)."""
     from experiments.reporting.plots import Bars, grouped_bars_png  # matplotlib: only when a page is written
 
     oracle, ok, _ = ranked(entries)
@@ -447,23 +490,43 @@ def plot_png(entries: Sequence[Entry]) -> bytes | None:
     def values(e: Entry, gpu: bool) -> list[float]:
         mine = [e.public.groups[g] if g in e.public.groups else GroupScores() for g in groups]
         per_group = [g.est_speedup_gpu if gpu else g.est_speedup for g in mine]
-        overall = board_scores(e).score_gpu if gpu else board_scores(e).score
+        overall = e.public.score_gpu if gpu else e.public.score  # one basis: the groups' own cases, public
         return [v or 0.0 for v in (*per_group, overall)]
 
     series = [Bars(e.name, [values(e, False), values(e, True)], reference=e is oracle) for e in shown]
-    titles = [f"Estimated speedup by task group -- {title}"
-              for title in ("CPU profile (traces' own)", "large-GPU profile (flat up to 64 tokens)")]
+    titles = [f"Estimated speedup by task group, public cases -- {title}"
+              for title in ("CPU profile (traces' own)", "large-GPU profile (flat track)")]
     return grouped_bars_png(series, [*groups, "geo-mean"], titles)
 
 
 # -- index.html -----------------------------------------------------------------------------------------------
+#: sorting: a click sorts by the column, its first click in the column's own first direction (``data-first``:
+#: rank and names ascending, figures descending), the next the other way; an arrow says which; cells with no
+#: figure ("-") sort last either way, figures before words
 SORT_JS = """
-document.querySelectorAll("table.sortable th").forEach((th, i) => th.addEventListener("click", () => {
-  const body = th.closest("table").tBodies[0], dir = th.dataset.dir = th.dataset.dir === "desc" ? "asc" : "desc";
-  const key = r => { const c = r.cells[i], v = c.dataset.v ?? c.textContent; const n = parseFloat(v); return isNaN(n) ? v : n; };
-  [...body.rows].sort((a, b) => { const x = key(a), y = key(b); return (x > y ? 1 : x < y ? -1 : 0) * (dir === "asc" ? 1 : -1); })
-    .forEach(r => body.appendChild(r));
-}));
+document.querySelectorAll("table.sortable").forEach(table => {
+  const heads = [...table.tHead.rows[0].cells];
+  const key = (row, i) => {
+    const c = row.cells[i], v = (c.dataset.v ?? c.textContent).trim();
+    if (v === "" || v === "-") return null;
+    const n = parseFloat(v);
+    return isNaN(n) ? v.toLowerCase() : n;
+  };
+  heads.forEach((th, i) => th.addEventListener("click", () => {
+    const now = th.getAttribute("aria-sort");
+    const dir = now ? (now === "ascending" ? "descending" : "ascending")
+                    : (th.dataset.first === "asc" ? "ascending" : "descending");
+    heads.forEach(h => h.removeAttribute("aria-sort"));
+    th.setAttribute("aria-sort", dir);
+    const sign = dir === "ascending" ? 1 : -1, body = table.tBodies[0];
+    [...body.rows].sort((a, b) => {
+      const x = key(a, i), y = key(b, i);
+      if (x === null || y === null) return (x === null) - (y === null);
+      if (typeof x !== typeof y) return typeof x === "number" ? -1 : 1;
+      return (x > y ? 1 : x < y ? -1 : 0) * sign;
+    }).forEach(r => body.appendChild(r));
+  }));
+});
 """
 
 CSS = """
@@ -471,57 +534,128 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; 
 table { border-collapse: collapse; margin: 1em 0; font-size: 14px; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
 th { background: #f3f3f3; cursor: pointer; user-select: none; }
+th::after { content: " \\2195"; color: #bbb; }
+th[aria-sort=ascending]::after { content: " \\25B2"; color: #222; }
+th[aria-sort=descending]::after { content: " \\25BC"; color: #222; }
 td:nth-child(2), td:nth-child(3), td:last-child { text-align: left; }
 tr.oracle td { background: #f7f7f0; font-style: italic; }
 tr.baseline td:nth-child(3) { color: #777; }
+dt { font-weight: bold; margin-top: .4em; }
 code { font-size: 12px; }
 """
 
 
-def page(entries: Sequence[Entry], info: dict, png: bytes | None) -> str:
-    """index.html: one static file, no external resources."""
-    oracle, _, dq = ranked(entries)
-    dq = split_pending(dq)[0] + split_pending(dq)[1]
-    headers, rows, order = main_rows(entries)
-    public = has_fresh(entries)
-    def sort_values(e: Entry) -> list:
-        cross = cross_fitted(e)
-        return ["", e.name, e.kind, board_scores(e).score, *([e.public.score] if public else []),
-                cross.score if cross is not None else None, board_scores(e).score_gpu, e.public.tau,
-                _gain(e, oracle) if e is not oracle else 1.0, e.public.drafter_us_per_step, ""]
+def _inline(text: str) -> str:
+    """Our own sentences (never an entry's text) from the Markdown's inline marks to HTML: `code`,
+    **bold**, *emphasis*, [links](url)."""
+    import html
+    import re
+
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    out = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
+    out = re.sub(r"\*([^*]+)\*", r"<em>\1</em>", out)
+    return re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r'<a href="\2">\1</a>', out)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence], values: Sequence[Sequence] | None = None,
+           classes: Sequence[str] | None = None, notes: dict | None = None, first_asc: int = 3) -> str:
+    """A sortable table of display strings (escaped here); ``values``: each cell's sort value (a
+    number) where its text is not one; ``notes``: a column's definition, shown on hover; the first
+    ``first_asc`` columns (rank, names) sort ascending on a first click."""
+    def head(i: int, h: str) -> str:
+        title = f' title="{html_text(notes[h], 1000)}"' if notes and h in notes else ""
+        return f'<th data-first="{"asc" if i < first_asc else "desc"}"{title}>{html_text(h)}</th>'
 
     def cell(text, value) -> str:
         attr = f' data-v="{value:.6g}"' if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
         return f"<td{attr}>{html_text(text, 1000)}</td>"
 
     body = []
+    for r, row in enumerate(rows):
+        vals = values[r] if values is not None else [None] * len(row)
+        cls = f' class="{html_text(classes[r], 20)}"' if classes is not None else ""
+        body.append(f"<tr{cls}>" + "".join(cell(t, v) for t, v in zip(row, vals, strict=True)) + "</tr>")
+    return (f'<table class="sortable"><thead><tr>{"".join(head(i, h) for i, h in enumerate(headers))}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>')
+
+
+def page(entries: Sequence[Entry], info: dict, png: bytes | None) -> str:
+    """index.html: one static file, no external resources; what LEADERBOARD.md says, in HTML: what
+    ranks and on which cases, every column defined, the tables per group, the peers, the GPU tracks."""
+    oracle, _, dq = ranked(entries)
+    dq = split_pending(dq)[0] + split_pending(dq)[1]
+    headers, rows, order = main_rows(entries)
+    fresh = has_fresh(entries)
+    docs = ("../" + DOCS_LINK) if info.get("default") is False and isinstance(info.get("name"), str) else DOCS_LINK
+
+    def sort_values(e: Entry) -> list:
+        cross = cross_fitted(e)
+        return [-1 if e is oracle else None, None, None, board_scores(e).score, *([e.public.score] if fresh else []),
+                cross.score if cross is not None else None,
+                e.public.score_gpu if fresh else board_scores(e).score_gpu, e.public.tau,
+                _gain(e, oracle) if e is not oracle else 1.0, e.public.drafter_us_per_step, None]
+
+    values = []
     for e, row in zip(order, rows):
-        cls = "oracle" if e is oracle else html_text(e.kind, 20)
-        values = sort_values(e)
-        values[0] = -1 if e is oracle else int(row[0])
-        body.append(f'<tr class="{cls}">' + "".join(cell(t, v) for t, v in zip(row, values, strict=True)) + "</tr>")
+        v = sort_values(e)
+        v[0] = -1 if e is oracle else int(row[0])
+        values.append(v)
+    classes = ["oracle" if e is oracle else e.kind for e in order]
     gh, grows = group_rows(entries)
-    group_body = ["<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in r) + "</tr>" for r in grows]
-    info_lines = "".join(f"<li>{html_text(line, 1000)}</li>" for line in _benchmark_lines(info) if line)
+    columns = "".join(f"<dt>{html_text(h)}</dt><dd>{_inline(COLUMNS[h])}</dd>" for h in headers)
+    info_lines = "".join(f"<li>{_inline(html_safe(line))}</li>" for line in _benchmark_lines(info) if line)
     dq_html = "".join(f"<li><b>{html_text(e.name, 48)}</b>: {html_text(board_scores(e).reason, 500)}</li>" for e in dq)
-    img = (f'<img alt="estimated speedup by task group" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
-           if png else "")
+    peers_html = ""
+    if any(e.is_peer for e in entries) and any(not e.is_peer for e in entries):
+        ph, prows = best_against_peers(entries)
+        peers_html = ("<h2>Ours against the peers</h2><p>Other systems' lookup functions (<code>docs/peers.md</code>),"
+                      " each with its own defaults, replayed on the same traces and priced the same way. Per task"
+                      f" group, our best entry against the best peer (estimated speedup, CPU profile"
+                      f"{', public cases' if fresh else ''}):</p>" + _table(ph, prows, first_asc=1))
+    tracks_html = ""
+    for track in track_names(entries):
+        about = (info.get("tracks") or {}).get(track) or {}
+        th, trows = track_rows(entries, track)
+        tracks_html += (f"<h3>track {html_text(track)}: {html_text(str(about.get('model', '?')).removeprefix(f'{track}: '))}"
+                        f", one-token forward {_f(about.get('forward_ms_1'), 1)} ms, drafts of up to "
+                        f"{html_text(about.get('draft_budget', '?'))} nodes</h3>" + _table(th, trows))
+    if tracks_html:
+        tracks_html = ("<h2>GPU tracks</h2><p>Each entry replayed again per track, its cost-aware drafters planning"
+                       " under the track's profile (<code>docs/hardware.md</code>) with drafts of up to 63 nodes, and"
+                       " priced under it; the oracle's runs are priced the same way. Ours and the peers in one ranking;"
+                       f" <em>of oracle gain</em> per track and group{'. On the public cases' if fresh else ''}.</p>"
+                       + tracks_html)
+    img = (f'<h2>By task group</h2><img alt="estimated speedup by task group" '
+           f'src="data:image/png;base64,{base64.b64encode(png).decode()}">' if png else "")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>pld-lab leaderboard</title><style>{CSS}</style></head>
 <body>
 <h1>pld-lab leaderboard: the best lookup function</h1>
-<p>Generated {html_text(now())}. Click a column to sort. Rules and scoring: <code>docs/competition.md</code>.</p>
+<p>Generated {html_text(now())} by <code>python experiments/leaderboard.py build</code>. Rules, scoring and how to
+submit: <a href="{html_text(docs)}">docs/competition.md</a>; the cost models of the GPU tracks:
+<a href="{html_text(docs.replace('competition.md', 'hardware.md'))}">docs/hardware.md</a>; the peers:
+<a href="{html_text(docs.replace('competition.md', 'peers.md'))}">docs/peers.md</a>.
+Click a column to sort by it (again: the other way).</p>
 <ul>{info_lines}</ul>
-<table class="sortable"><thead><tr>{"".join(f"<th>{html_text(h)}</th>" for h in headers)}</tr></thead>
-<tbody>{"".join(body)}</tbody></table>
-<h2>Per task group</h2><p>Estimated speedup (CPU profile) and tau.</p>
-<table class="sortable"><thead><tr>{"".join(f"<th>{html_text(h)}</th>" for h in gh)}</tr></thead>
-<tbody>{"".join(group_body)}</tbody></table>
+<p id="ranked-by">{_inline(ranked_by(entries))}</p>
+{_table(headers, rows, values, classes, COLUMNS)}
+<h2>Columns</h2><dl id="columns">{columns}</dl>
+<h2>Per task group</h2><p>Estimated speedup (CPU profile) and tau{" on the public benchmark's cases" if fresh else ""}.</p>
+{_table(gh, grows, first_asc=1)}
+{peers_html}
+{tracks_html}
 {f"<h2>Disqualified</h2><ul>{dq_html}</ul>" if dq else ""}
 {img}
 <script>{SORT_JS}</script>
 </body></html>
 """
+
+
+def html_safe(line: str) -> str:
+    """A line of :func:`_benchmark_lines` (it may quote the benchmark's folder: text from a file),
+    cleaned for :func:`_inline`."""
+    return clean(line, 1000)
 
 
 # -- W&B ---------------------------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ import numpy as np
 import decoding
 import lookup
 import pldcore
-from decoding.generate import DraftError
+from decoding.generate import DraftError, DrafterFailed
 from decoding.loading import cache_dir
 from experiments.competition import child as child_side
 from experiments.competition import confine, isolation
@@ -70,7 +70,7 @@ from pldcore.setting import Setting, reference_setting
 #: the base package (``pldcore``): the child imports it, as ``lookup``, from the parent's checkout
 PLDCORE_DIR = str(Path(pldcore.__file__).resolve().parent)
 from pldcore.errors import PLDError
-from lookup.files import compile_source, file_drafter_name
+from lookup.files import check_could_define_a_drafter, compile_source, file_drafter_name
 from lookup.registry import ENTRY_POINT_GROUP
 from pldcore.names import unknown_name
 from pldcore.params import check_params
@@ -136,9 +136,11 @@ class Submission:
         if path.stat().st_size > SUBMISSION_MAX_BYTES:
             raise PLDError(f"{path} is over {SUBMISSION_MAX_BYTES >> 20} MiB; a submission is one lookup function")
         try:  # a syntax error is one line now, in compare.py's words; parsed only, nothing of it runs here
-            compile_source(path.read_bytes(), display or path, only_ast=True)
+            tree = compile_source(path.read_bytes(), display or path, only_ast=True)
         except (RecursionError, MemoryError):  # nested past the parser's patience: the child's compile says so
-            pass
+            tree = None
+        if tree is not None:  # a file with no class to be a drafter: one line now, no sandbox, nothing recorded
+            check_could_define_a_drafter(tree, display or path.name)
         return cls(name or file_drafter_name(path),
                    {"kind": "file", "path": str(path.resolve()), "display": display or path.name}, _bounded(params, path.name))
 
@@ -784,6 +786,8 @@ class Sandbox:
         drafter = self.drafter()
         try:
             out = replay_case(case, drafter, profile, draft_budget=draft_budget)
+        except DrafterFailed as exc:  # the proxy's own verdict (Disqualified), as it was raised
+            raise exc.__cause__ from None
         except DraftError as exc:
             self.kill()
             raise Disqualified("invalid", str(exc).replace(" (SandboxedDrafter)", "")) from None
@@ -801,6 +805,8 @@ class Sandbox:
         drafter = self.drafter()
         try:
             out = decoding.generate(target, prompt, drafter, max_new_tokens, **kwargs)
+        except DrafterFailed as exc:  # the proxy's own verdict (Disqualified), as it was raised
+            raise exc.__cause__ from None
         except DraftError as exc:
             self.kill()
             raise Disqualified("invalid", str(exc).replace(" (SandboxedDrafter)", "")) from None

@@ -33,8 +33,8 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from experiments.benchmarks.untrusted import clean  # noqa: E402
-from experiments.reporting.summary import (ALL, by_method_and_group, est_speedup_of, group_order,  # noqa: E402
-                                           is_drafter, method_order, speedup_of, summarize)
+from experiments.reporting.summary import (ALL, MIN_CASES, by_method_and_group, est_speedup_of,  # noqa: E402
+                                           group_order, is_drafter, method_order, speedup_of, summarize)
 from experiments.reporting.tables import POOLED_LABEL, fmt  # noqa: E402
 from experiments.running.explain import PARTS, Loss  # noqa: E402
 from experiments.running.rows import CaseResult  # noqa: E402
@@ -68,19 +68,30 @@ def plot_folder(results: str | Path, experiment: str, methods: Sequence[str]) ->
 
 
 def write_plots(rows: Sequence[CaseResult], out_dir: str | Path,
-                oracle: Mapping[str, float] | None = None) -> list[Path]:
+                oracle: Mapping[str, float] | None = None, busy: str | None = None) -> list[Path]:
     """Write every plot the rows support into ``out_dir``; return the paths written (maybe none).
 
     ``oracle``: the cost-aware oracle's estimated speedup per task group (and ``ALL``), drawn
-    beside the estimates where given (``summary.oracle_speedups`` on a replay's traces)."""
+    beside the estimates where given (``summary.oracle_speedups`` on a replay's traces). ``busy``:
+    the machine was busy while the rows were timed (the warning ``decoding.devices.fit_threads_to_load``
+    gave): every plot says so under its title, since its measured times are noisier."""
     out_dir = Path(out_dir)
     written = []
     for name, draw in PLOTS.items():
         fig = draw(rows, oracle=oracle) if name == "speedup_by_category" else draw(rows)
         if fig is None:
             continue
+        if busy:
+            _mark_busy(fig, busy)
         written.append(save_figure(fig, out_dir / f"{name}.png"))
     return written
+
+
+def _mark_busy(fig, busy: str) -> None:
+    """Red words in the figure's bottom right corner: its timings were taken on a busy machine."""
+    load = busy.split(";")[0].removeprefix("machine busy: ").split(" (")[0]
+    fig.text(0.995, 0.005, f"BUSY MACHINE\n({load}):\nmeasured times noisy", color="#b00000", fontsize=7,
+             ha="right", va="bottom")
 
 
 def method_colors(methods: Sequence[str]) -> dict[str, str]:
@@ -110,9 +121,20 @@ def _subtitle(rows: Sequence[CaseResult]) -> str:
     return ", ".join(bits)
 
 
+def _group_label(group: str, cases: Mapping[str, int] | None) -> str:
+    """A group's tick: its name and how many cases it holds, marked when that is too few to describe
+    the task (:data:`~experiments.reporting.summary.MIN_CASES`)."""
+    name = POOLED_LABEL if group == ALL else group
+    n = (cases or {}).get(group)
+    if n is None:
+        return name
+    return f"{name}\n(n={n}{', few' if n < MIN_CASES and group != ALL else ''})"
+
+
 def _bar_panel(ax, series: Sequence[str], groups: Sequence[str], values: Callable[[str, str], float | None],
-               styles: Mapping[str, dict], ylabel: str) -> list[float]:
-    """Grouped bars: x = group, one bar per series (a method, or the oracle); the values drawn."""
+               styles: Mapping[str, dict], ylabel: str, cases: Mapping[str, int] | None = None) -> list[float]:
+    """Grouped bars: x = group (with its number of cases, ``cases``), one bar per series (a method, or
+    the oracle); the values drawn."""
     width = 0.8 / max(len(series), 1)
     x = np.arange(len(groups))
     seen: list[float] = []
@@ -129,7 +151,7 @@ def _bar_panel(ax, series: Sequence[str], groups: Sequence[str], values: Callabl
             ax.bar_label(bars, labels=[fmt(float(ys[j])) for j in ok], fontsize=6, rotation=90, padding=2)
     if seen:
         ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
-        ax.set_xticks(x, [POOLED_LABEL if g == ALL else g for g in groups], rotation=20, ha="right")
+        ax.set_xticks(x, [_group_label(g, cases) for g in groups], rotation=20, ha="right")
         ax.set_ylabel(ylabel)
         ax.margins(y=0.18)  # room above the tallest bar for its label, below the title
         ax.grid(axis="y", alpha=0.3)
@@ -175,9 +197,14 @@ def plot_speedup_by_category(rows: Sequence[CaseResult], oracle: Mapping[str, fl
     # (aggregate, y label, title, the oracle's bars too); a panel is drawn only when some row has its
     # field (replay rows carry est_speedup but no wall time, live rows the reverse unless a cost profile
     # was applied); the oracle is an estimate under the cost profile, so it sits with the estimates
-    panels = [(speedup_of, f"speedup over {reference}\n(total time ratio)", f"Measured speedup over {reference}", False),
-              (est_speedup_of, "estimated speedup\n(cost profile, prefill incl.)",
-               "Estimated speedup (from the cost profile, each prompt's prefill included)", bool(oracle))]
+    measured_over = "transformers' greedy generate (hf-greedy)" if reference == "hf-greedy" else reference
+    panels = [(speedup_of, f"measured speedup over\n{reference} (time ratio)", f"Measured speedup over {measured_over}",
+               False),
+              (est_speedup_of, "estimated speedup over\nplain decoding (cost profile)",
+               "Estimated speedup over plain decoding (our `none`, priced by the cost profile, prefill incl.)",
+               bool(oracle))]
+    cases = {g: len({r.case for r in rows if r.group == g}) for g in groups if g != ALL}
+    cases[ALL] = len({r.case for r in rows})
     panels = [p for p in panels if any(p[0](cells.get((m, g), [])) is not None for m in methods for g in groups)]
     if not panels:
         return None
@@ -195,7 +222,7 @@ def plot_speedup_by_category(rows: Sequence[CaseResult], oracle: Mapping[str, fl
         panel_axes = [axes[p * len(lines) + r, 0] for r in range(len(lines))]
         seen = []
         for r, (ax, line) in enumerate(zip(panel_axes, lines)):
-            seen += _bar_panel(ax, series, line, value, styles, ylabel)
+            seen += _bar_panel(ax, series, line, value, styles, ylabel, cases)
             ax.set_title(title + (f" ({r + 1} of {len(lines)})" if len(lines) > 1 else ""), fontsize=10)
         if _log_if_wide(panel_axes, seen):
             for ax in panel_axes:
@@ -254,7 +281,7 @@ def plot_accepted_lengths(rows: Sequence[CaseResult]):
     for m, (lengths, mean) in series.items():
         at_least = (lengths[None, :] >= ks[:, None]).mean(axis=1)  # [top + 1]
         ax.plot(ks, np.where(at_least > 0, at_least, np.nan), drawstyle="steps-post", linewidth=1.5, color=colors[m],
-                label=f"{m} (mean {fmt(mean)}, {lengths.size:,} steps)")
+                label=f"{m} (mean {fmt(mean)} accepted a step, {lengths.size:,} steps)")
     ax.set_xlim(1, top + 1)
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=16))
     ax.set_yscale("log")  # the long accepts that pay off are rare: keep them visible next to the short ones
@@ -285,44 +312,68 @@ def context_bins(contexts: np.ndarray, max_bins: int = 12) -> np.ndarray:
 
 
 def plot_tau_vs_context(rows: Sequence[CaseResult], min_steps: int = 3):
-    """Mean committed tokens per forward (accepted + 1) against context length, one line per drafter.
+    """Mean committed tokens per forward (accepted + 1) against context length, one panel per task
+    group (pooled, the groups' mix would stand in for context: long contexts are code edits and
+    second turns), one line per drafter in each.
 
-    Steps are pooled over prompts and binned by context length (log-spaced bins shared by all
-    methods); a bin with fewer than ``min_steps`` steps is left out as noise.
+    Steps are pooled over a group's prompts and binned by context length (log-spaced bins shared by
+    all panels); a bin with fewer than ``min_steps`` steps is left out as noise.
     """
     drafters = _drafters(rows)
-    steps = {m: _steps(rs) for m, rs in drafters.items()}
-    steps = {m: s for m, s in steps.items() if s[0].size}
+    groups = [g for g in group_order(rows) if any(r.group == g for rs in drafters.values() for r in rs)]
+    steps = {(m, g): _steps([r for r in rs if r.group == g]) for m, rs in drafters.items() for g in groups}
+    steps = {k: s for k, s in steps.items() if s[0].size}
     if not steps:
         return None
-    pooled = np.concatenate([c for c, _ in steps.values()])
-    edges = context_bins(pooled)
+    edges = context_bins(np.concatenate([c for c, _ in steps.values()]))
     colors = method_colors(method_order(rows))
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    cols = min(3, len(groups))
+    lines = math.ceil(len(groups) / cols)
+    fig, axes = plt.subplots(lines, cols, figsize=(min(MAX_WIDTH_IN, 4.0 * cols), 3.4 * lines + 0.9), squeeze=False,
+                             sharey=True)
     drawn = False
-    for m, (ctx, acc) in steps.items():
-        idx = np.clip(np.searchsorted(edges, ctx, side="right") - 1, 0, len(edges) - 2)
-        xs, ys = [], []
-        for b in range(len(edges) - 1):
-            sel = idx == b
-            if sel.sum() >= min_steps:
-                xs.append(math.sqrt(edges[b] * edges[b + 1]))
-                ys.append(float(acc[sel].mean()) + 1.0)
-        if xs:
-            drawn = True
-            # the legend's tau is the table's: tokens / forwards, printed as the table prints it
-            ax.plot(xs, ys, marker="o", color=colors[m], label=f"{m} (tau {fmt(summarize(drafters[m])['tau'])})")
+    for i, g in enumerate(groups):
+        ax = axes[i // cols, i % cols]
+        for m in drafters:
+            if (m, g) not in steps:
+                continue
+            ctx, acc = steps[m, g]
+            idx = np.clip(np.searchsorted(edges, ctx, side="right") - 1, 0, len(edges) - 2)
+            xs, ys = [], []
+            for b in range(len(edges) - 1):
+                sel = idx == b
+                if sel.sum() >= min_steps:
+                    xs.append(math.sqrt(edges[b] * edges[b + 1]))
+                    ys.append(float(acc[sel].mean()) + 1.0)
+            if xs:
+                drawn = True
+                # the legend's tau is the table's: tokens / forwards over every case, as the table prints it
+                ax.plot(xs, ys, marker="o", color=colors[m], label=f"{m} (tau {fmt(summarize(drafters[m])['tau'])})")
+        n = len({r.case for rs in drafters.values() for r in rs if r.group == g})
+        ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--", label="no drafting")
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_title(f"{g} (n={n}{', few' if n < MIN_CASES else ''})", fontsize=9)
+        ax.grid(alpha=0.3, which="both")
+        if i % cols == 0:
+            ax.set_ylabel("tokens committed per forward")
+        if i // cols == lines - 1:
+            ax.set_xlabel("context length (tokens, log)")
+    for j in range(len(groups), lines * cols):
+        axes[j // cols, j % cols].set_visible(False)
     if not drawn:
         plt.close(fig)
         return None
-    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--", label="no drafting")
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_xlabel("context length (tokens, log scale; bins pooled over prompts)")
-    ax.set_ylabel("tokens committed per forward")
-    ax.set_title("tau vs context length" + (f" — {_subtitle(rows)}" if _subtitle(rows) else ""), fontsize=10)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    handles = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    fig.suptitle("tau vs context length, per task group" + (f" — {_subtitle(rows)}" if _subtitle(rows) else ""),
+                 fontsize=10)
+    fig.legend(handles.values(), handles.keys(), fontsize=8, loc="lower center", ncol=min(len(handles), 4),
+               bbox_to_anchor=(0.5, 0.0), frameon=False)
+    legend_in = (0.1 + 0.17 * math.ceil(len(handles) / 4)) / fig.get_figheight()
+    fig.set_layout_engine("tight", rect=(0, legend_in, 1, 1 - 0.2 / fig.get_figheight()))
     return fig
 
 

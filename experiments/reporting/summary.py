@@ -50,6 +50,21 @@ def is_drafter(rows: Sequence[CaseResult]) -> bool:
     return any(r.accepted_lengths for r in rows) and sum(r.drafted for r in rows) > 0
 
 
+def acceptance_by_position(rows: Sequence[CaseResult], positions: int = 8) -> list[tuple[int, float | None]]:
+    """Per draft position k = 1..``positions``: (how many steps' drafts reached k, the share of them that
+    accepted the k-th token). A draft reaches k when it had at least k tokens and its first k - 1 were
+    accepted: the acceptance rate of the k-th token given the ones before it, which a planner of draft
+    lengths reads (where "accepted at least k" mixes in how long the drafts were). For a tree, k counts
+    its nodes, not its depth: an approximation there."""
+    drafted = [d for r in rows for d in r.drafted_lengths[:len(r.accepted_lengths)]]
+    accepted = [a for r in rows for a in r.accepted_lengths[:len(r.drafted_lengths)]]
+    out = []
+    for k in range(1, positions + 1):
+        reached = [a for d, a in zip(drafted, accepted) if d >= k and a >= k - 1]
+        out.append((len(reached), sum(a >= k for a in reached) / len(reached) if reached else None))
+    return out
+
+
 def speedup_of(rows: Sequence[CaseResult]) -> float | None:
     """The rows' speedups pooled by wall time: sum(wall_s * speedup) / sum(wall_s).
 

@@ -9,7 +9,8 @@ from typing import Any, Sequence
 
 from experiments.benchmarks.untrusted import clean
 from experiments.reporting.repeats import Spread
-from experiments.reporting.summary import ALL, board_score, oracle_gain, oracle_speedups, sample_notes, summarize
+from experiments.reporting.summary import (ALL, acceptance_by_position, board_score, is_drafter, oracle_gain,
+                                          oracle_speedups, sample_notes, summarize)
 from experiments.running.explain import PARTS, Loss
 from experiments.running.rows import CaseResult
 from pldcore.cost import CostProfile
@@ -141,13 +142,32 @@ def column_notes(rows: Sequence[CaseResult], order: Sequence[str]) -> str:
     return "\n".join(note for key, note in COLUMN_NOTES.items() if key in shown)
 
 
+def position_table(rows: Sequence[CaseResult], order: Sequence[str], positions: int = 8) -> str:
+    """Per drafter (every case pooled): the acceptance rate of each draft position
+    (:func:`~experiments.reporting.summary.acceptance_by_position`), with the steps that reached
+    the first; "" when no method drafted."""
+    by_method = {m: [r for r in rows if r.method == m] for m in order}
+    drafters = [m for m in order if is_drafter(by_method[m])]
+    if not drafters:
+        return ""
+    table = []
+    for m in drafters:
+        rates = acceptance_by_position(by_method[m], positions)
+        table.append([m, f"{rates[0][0]:,}", *("-" if rate is None else f"{100 * rate:.0f}%" for _, rate in rates)])
+    return ("## acceptance by draft position (every case): of the drafts that reached position k (k tokens, the "
+            "first k - 1 accepted), the share that accepted the k-th; for a tree, k counts nodes\n"
+            + render(["method", "drafts", *[f"k={k}" for k in range(1, positions + 1)]], table))
+
+
 def report(comparison, extra: Sequence[str] = ()) -> str:
     """A comparison (live or replay) as text: its heading, a table per group, what the figures are,
-    warnings about small samples, the ``extra`` lines (the oracle's, say), its footer."""
+    the acceptance rate by draft position, warnings about small samples, the ``extra`` lines (the
+    oracle's, say), its footer."""
     rows = list(comparison.rows.values())
     cases = {g: len({r.case for r in rs}) for g, rs in _groups(rows).items()}
     parts = [comparison.heading(), category_tables(rows, comparison.order), column_notes(rows, comparison.order),
-             "\n".join(sample_notes(cases)), "\n".join(extra), comparison.footer()]
+             position_table(rows, comparison.order), "\n".join(sample_notes(cases)), "\n".join(extra),
+             comparison.footer()]
     return "\n\n".join(p for p in parts if p)
 
 

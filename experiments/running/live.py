@@ -18,6 +18,7 @@ import lookup
 from decoding.cost import NoisyProfileWarning, cost_profile
 from decoding.devices import fit_threads_to_load, resolve_device
 from decoding.lossless import compare_outputs
+from decoding.generate import DrafterBug
 from decoding.progress import progress_bar
 from experiments.benchmarks.tasks import Prompt, prompts_digest
 from experiments.running.cases import Case, check_settings, conversation_cases, select_prompts
@@ -48,6 +49,46 @@ def machine_profile(target) -> CostProfile:
     return profile
 
 
+#: how much faster than plain decoding a drafter's run is taken to be, for an estimate only (the
+#: README's measured table: 1.2x to 1.5x on this CPU; plain decoding through our loop: 1x)
+ESTIMATED_SPEEDUP = 1.3
+
+
+def time_one_token(target, repeats: int = 8) -> float:
+    """Seconds of one one-token forward after a 256-token prompt on this machine now (the median of
+    ``repeats``): what a busy machine makes of the model's cost, in well under a second when quiet."""
+    import time
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    target.start(rng.integers(10, target.vocab_size, 257).tolist())
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        target.score(rng.integers(10, target.vocab_size, 1))
+        times.append(time.perf_counter() - t0)
+        target.keep(0)
+    return float(np.median(times))
+
+
+def estimate_seconds(prompt_tokens: Sequence[int], drafted: Sequence[bool], max_new_tokens: int, forward: float,
+                     profile: CostProfile) -> float:
+    """Roughly how long runs take: per run its prefill and ``max_new_tokens`` one-token forwards, each
+    priced under ``profile`` scaled to ``forward`` (a one-token forward timed now: a busy machine's
+    slowdown is in it), a drafter's run taken :data:`ESTIMATED_SPEEDUP` times faster."""
+    scale = forward / profile.cost(1, 256)
+    total = 0.0
+    for n, with_drafter in zip(prompt_tokens, drafted):
+        decode = sum(profile.cost(1, n + i) for i in range(0, max_new_tokens, 16)) * 16 * scale
+        total += profile.prefill_cost(n) * scale + decode / (ESTIMATED_SPEEDUP if with_drafter else 1.0)
+    return total
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
 class Comparison:
     """Methods x cases, measured back to back per case so that machine noise hits all alike."""
 
@@ -55,6 +96,7 @@ class Comparison:
                  sampling: Sampling, results_dir: str | Path = "results", fresh: bool = False,
                  profile: CostProfile = CPU_SMOLLM2, stream: bool = False) -> None:
         self.target, self.prompts, self.profile, self.stream = target, list(prompts), profile, stream
+        self.busy: str | None = None  # the busy-machine warning of the load check, when there was one
         self.max_new_tokens, self.sampling = max_new_tokens, sampling
         #: where every drafter runs: this model on this machine, in this comparison's regime
         self.setting = Setting.of(target.name, profile, sampling.regime,
@@ -96,12 +138,45 @@ class Comparison:
             _warn(busy)
         target = decoding.load_model(args.model, device=args.device)
         profile = machine_profile(target)
-        return cls(target, methods, prompts, args.max_new_tokens, sampling, args.results, args.fresh, profile,
-                   stream=getattr(args, "stream", False))
+        comparison = cls(target, methods, prompts, args.max_new_tokens, sampling, args.results, args.fresh, profile,
+                         stream=getattr(args, "stream", False))
+        comparison.busy = busy  # the plots mark timings taken on a busy machine
+        return comparison
 
     # -- running -----------------------------------------------------------------------------
     def cases_total(self) -> int:
         return sum(len(p.turns) for p in self.prompts)
+
+    def estimate(self) -> str:
+        """One line, said before the work: the runs to do and roughly how long they take on this
+        machine now (:func:`estimate_seconds`, from a one-token forward timed now)."""
+        todo = [(case_tokens, m) for case_tokens in self._case_lengths() for m in self.methods]
+        todo = [(n, m) for (n, m), key in zip(todo, self._keys()) if key not in self.rows]
+        forward = time_one_token(self.target)
+        seconds = estimate_seconds([n for n, _ in todo], [isinstance(m, DrafterMethod) for _, m in todo],
+                                   self.max_new_tokens, forward, self.profile)
+        done = self.cases_total() * len(self.methods) - len(todo)
+        return (f"compare: {len(todo)} runs ({len(self.methods)} methods x {self.cases_total()} cases, up to "
+                f"{self.max_new_tokens} new tokens each{f'; {done} reused from {self.store.path}' if done else ''}): "
+                f"about {_minutes(seconds)} on this machine now (a one-token forward takes {forward * 1e3:.0f} ms "
+                f"here now, {self.profile.cost(1, 512) * 1e3:.0f} ms in the cost profile)")
+
+    def _case_lengths(self) -> list[int]:
+        """Each case's prompt length, roughly: a later turn's holds the earlier turns and their answers."""
+        lengths = []
+        for prompt in self.prompts:
+            held = 0
+            for turn in prompt.turns:
+                held += len(self.target.chat_ids(turn, system=prompt.system))
+                lengths.append(held)
+                held += self.max_new_tokens
+        return lengths
+
+    def _keys(self) -> list[tuple[str, str]]:
+        """(case id, method) of every run, in :meth:`_case_lengths`' order of cases."""
+        ids = [p.id if len(p.turns) == 1 else f"{p.id}#{i + 1}" for p in self.prompts  # conversation_cases' ids
+               for i in range(len(p.turns))]
+        return [(case, m.spec) for case in ids for m in self.methods]
 
     def run(self) -> None:
         todo = self.cases_total() * len(self.methods)
@@ -141,7 +216,10 @@ class Comparison:
     def _measure(self, case: Case, method: Method, drafters: Callable[[DrafterMethod], lookup.Drafter]) -> None:
         has_drafter = isinstance(method, DrafterMethod)  # transformers' references have none
         served = {"drafter": drafters(method)} if has_drafter else {}
-        result = method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.setting, **served)
+        try:
+            result = method.run(self.target, case.ids, self.max_new_tokens, self.sampling, self.setting, **served)
+        except DrafterBug as exc:  # the drafter's bug, named with the case it happened in
+            raise exc.in_case(case.id) from exc.__cause__
         ref = self.rows.get((case.id, self.methods[0].spec))
         identical = mismatch = None
         # sampled: every deterministic drafter commits plain sampling's tokens with one seed, up to a

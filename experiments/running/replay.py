@@ -19,7 +19,7 @@ from typing import Sequence
 
 import decoding
 import lookup
-from decoding.generate import GenerationResult
+from decoding.generate import DrafterBug, GenerationResult
 from decoding.progress import progress_bar
 from decoding.trace_target import TraceTarget
 from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, default_folder, first_prompts, in_order,
@@ -122,7 +122,10 @@ def replay_row(case: TraceCase, method: DrafterMethod, setting: Setting, *, expe
     """One drafter on one trace, as a row priced under the setting's profile (a fresh drafter unless
     one is given: the stream's, which keeps what earlier cases taught it)."""
     profile = setting.profile
-    out = replay_case(case, drafter or method.make(setting), profile, draft_budget)
+    try:
+        out = replay_case(case, drafter or method.make(setting), profile, draft_budget)
+    except DrafterBug as exc:  # the drafter's bug, named with the case it happened in
+        raise exc.in_case(case.case) from exc.__cause__
     return case_result(case.case, case.category, case.turn, len(case.prompt), method.spec, method.params(),
                        out, profile=profile, experiment=experiment, code=code, measured=False,
                        keep_tokens=False, config=config, git_sha=git_sha())

@@ -68,6 +68,7 @@ def test_a_noisy_profile_is_never_cached_and_says_so(tmp_path, monkeypatch, embe
     target = tiny_llama()
     if embedded:
         monkeypatch.setattr(target, "name", cost.EMBEDDED_NAME)
+    monkeypatch.setattr(cost, "load_per_core", lambda: 0.1)
     monkeypatch.setattr(cost, "measure_cost_profile", lambda *a, **k: noisy(0.3))
     with pytest.warns(cost.NoisyProfileWarning, match="busy while it was measured \\(repeats spread 30%"):
         p = cost.cost_profile(target)
@@ -100,7 +101,26 @@ def clock(monkeypatch):
 @pytest.fixture
 def cached_target(tmp_path, monkeypatch):
     monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path))
+    monkeypatch.setattr(cost, "load_per_core", lambda: 0.1)  # a quiet machine when the measurement begins
     return tiny_llama()
+
+
+def test_a_machine_busy_before_measuring_is_not_measured_where_a_profile_can_stand_in(clock, cached_target,
+                                                                                       monkeypatch):
+    """The measurement would be thrown away as noisy (the load it begins with decides): none is taken."""
+    monkeypatch.setattr(cached_target, "name", cost.EMBEDDED_NAME)
+    monkeypatch.setattr(cost, "load_per_core", lambda: 1.6)
+    with pytest.warns(cost.NoisyProfileWarning, match=r"^cost profile not measured: the machine is busy \(load "
+                                                      r"1.60 per core; 1 or more is busy\).*the reference profile"):
+        assert cost.cost_profile(cached_target) == CPU_SMOLLM2
+    assert clock.measured == 0 and not cost.noisy_path(cached_target).exists()
+    with pytest.warns(cost.NoisyProfileWarning):  # asked to: measured (and found noisy)
+        clock.next = noisy(0.02, load=1.6)
+        cost.cost_profile(cached_target, remeasure=True)
+    assert clock.measured == 1
+    monkeypatch.setattr(cached_target, "name", "my-own-model")  # nothing to stand in: measured all the same
+    clock.next = noisy(0.02)
+    assert cost.cost_profile(cached_target) == noisy(0.02) and clock.measured == 2
 
 
 def test_a_noisy_measurement_is_remembered_for_a_while_instead_of_measured_again(clock, cached_target):

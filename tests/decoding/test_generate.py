@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from toys import FixedDrafter, OracleDrafter, RandomDrafter, tiny_llama
@@ -84,6 +86,92 @@ def test_a_drafter_over_budget_is_named_in_the_error(tiny):
 
     with pytest.raises(DraftError, match="greedy-test.*budget"):
         decoding.generate(tiny, PROMPT, Greedy(), max_new_tokens=10)
+
+
+def test_a_propose_that_changes_the_drafter_is_named_as_that(tiny):
+    """A propose that appends its own guess to what it knows: the draft it ends up over budget with is
+    the symptom, the change of state the cause, and the error says the cause (with the step)."""
+    class Mutating(Drafter):
+        name = "mutating-test"
+
+        def reset(self, prompt):
+            self.seq = list(prompt)
+
+        def extend(self, tokens):
+            self.seq.extend(tokens)
+
+        def propose(self, budget):
+            guess = [(self.seq[-1] + 1) % 64] * max(budget, 2)  # over a budget of 1
+            self.seq.extend(guess)  # the bug
+            return Draft(guess)
+
+    with pytest.raises(DraftError) as info:
+        decoding.generate(tiny, PROMPT, Mutating(), max_new_tokens=10)
+    message = str(info.value)
+    assert message.startswith("drafter 'mutating-test' (Mutating): propose changes what the drafter knows (two "
+                              "calls of propose(1) with nothing extended between gave ")
+    assert re.search(r"Seen at step \d+, where it proposed 2 tokens with a budget of 1$", message)
+
+
+def test_an_over_budget_draft_of_a_drafter_that_changes_nothing_is_named_as_that(tiny):
+    class Stubborn(Drafter):
+        name = "stubborn-test"
+
+        def propose(self, budget):
+            return Draft([1, 2, 3])  # the same whatever the budget: no change of state, a budget ignored
+
+    with pytest.raises(DraftError, match=r"^drafter 'stubborn-test' \(Stubborn\) proposed 3 tokens with a budget "
+                                         r"of [12] at step \d+$"):
+        decoding.generate(tiny, PROMPT, Stubborn(), max_new_tokens=10)
+
+
+@pytest.mark.parametrize("call", ["reset", "propose", "extend", "observe"])
+def test_an_exception_in_a_drafter_names_the_drafter_the_call_the_step_and_the_line(tiny, call):
+    from decoding.generate import DrafterFailed
+
+    class Raising(Drafter):
+        name = "raising-test"
+
+        def __init__(self):
+            self.steps = 0
+
+        def reset(self, prompt):
+            self._fail("reset")
+
+        def extend(self, tokens):
+            self.steps += 1
+            self._fail("extend")
+
+        def observe(self, draft, accepted):
+            self._fail("observe")
+
+        def propose(self, budget):
+            self._fail("propose")
+            return Draft([])
+
+        def _fail(self, where):
+            if where == call and (call == "reset" or self.steps == 3):
+                raise KeyError("oops")
+
+    with pytest.raises(DrafterFailed) as info:
+        decoding.generate(tiny, PROMPT, Raising(), max_new_tokens=10)
+    step = 1 if call == "reset" else 4 if call == "propose" else 3
+    context = len(PROMPT) + (0 if call == "reset" else 3 if call == "propose" else 2)
+    line = Raising._fail.__code__.co_firstlineno + 2
+    assert str(info.value) == (f"drafter 'raising-test' (Raising) raised KeyError in {call} at step {step} ({context} "
+                               f"tokens of context) at test_generate.py:{line}: 'oops' (PLD_LAB_TRACEBACK=1 shows "
+                               "the traceback)")
+    assert isinstance(info.value.__cause__, KeyError)  # the traceback, for whoever asks for it
+    assert str(info.value.in_case("doc-qa/3")).startswith("case doc-qa/3: drafter 'raising-test'")
+
+
+def test_an_error_of_the_target_is_not_blamed_on_the_drafter(tiny, monkeypatch):
+    def broken(*_a, **_k):
+        raise RuntimeError("the forward failed")
+
+    monkeypatch.setattr(tiny, "score", broken)
+    with pytest.raises(RuntimeError, match="the forward failed"):
+        decoding.generate(tiny, PROMPT, FixedDrafter([1, 2]), max_new_tokens=10)
 
 
 @pytest.mark.parametrize("tokens", [[70], [-1], [1, 2, 10_000]])

@@ -79,3 +79,21 @@ def test_a_library_s_own_bar_follows_the_rule_within_library_bars(monkeypatch):
                 pass
         assert library.tqdm is tqdm  # restored
         assert ("\r" in stream.getvalue()) == tty
+
+
+def test_transformers_own_bars_follow_the_rule_within_transformers_bars(monkeypatch):
+    """transformers' "Loading weights" bar (its own tqdm, behind its own switch) is off within the
+    block when stderr is no terminal, and the switch is put back as it was."""
+    from transformers.utils import logging as hf_logging
+
+    for tty in (False, True):
+        monkeypatch.setattr(progress.sys, "stderr", Stream(tty))
+        hf_logging.enable_progress_bar()
+        with progress.transformers_bars():
+            assert hf_logging.is_progress_bar_enabled() == tty
+        assert hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # turned off by a CLI: stays off
+    with progress.transformers_bars():
+        pass
+    assert not hf_logging.is_progress_bar_enabled()
+    hf_logging.enable_progress_bar()

@@ -88,15 +88,19 @@ def test_small_comparison_writes_rows_and_resumes(tmp_path, capsys, embedded, mo
     assert compare.main(argv) == 0
     out = capsys.readouterr().out
     assert "## code-edit" in out and "## mt-bench (turn 2)" in out and "identical" in out
+    # how long, said first: every run to do, roughly how long on this machine now
+    assert out.startswith("compare: 9 runs (3 methods x 3 cases, up to 12 new tokens each): about ")
     [path] = tmp_path.glob("compare-*.jsonl")
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(rows) == 3 * 3  # (code-edit + two mt-bench turns) x 3 methods
     assert all(r["identical"] for r in rows if r["method"] != "hf-greedy")
     assert {r["method"] for r in rows} == {"hf-greedy", "none", "unfold"}
     assert all(r["git_sha"] is None or len(r["git_sha"]) >= 40 for r in rows)
-    # a rerun of the same configuration measures nothing new
+    # a rerun of the same configuration measures nothing new, and says so up front
     assert compare.main(argv) == 0
     assert len(path.read_text().splitlines()) == 9
+    assert capsys.readouterr().out.startswith(f"compare: 0 runs (3 methods x 3 cases, up to 12 new tokens each; 9 "
+                                              f"reused from {path}): about 0 s")
 
 
 @pytest.mark.model
@@ -240,3 +244,38 @@ def test_a_mistyped_drafter_fails_before_the_traces_load(tmp_path, capsys, monke
     assert compare.main(["--replay", "--drafters", "none,adaptve", "--results", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.splitlines() == [err.strip()] and "did you mean 'adaptive'" in err
+
+
+RAISING = """from lookup import Draft, Drafter
+
+
+class Raising(Drafter):
+    def reset(self, prompt):
+        self.seq, self.steps = list(prompt), 0
+
+    def extend(self, tokens):
+        self.seq.extend(tokens)
+        self.steps += 1
+
+    def propose(self, budget):
+        if self.steps == 5:
+            return Draft([self.seq[-100000]])
+        return Draft([])
+"""
+
+
+def test_an_exception_in_a_drafter_is_one_line_naming_the_case_and_the_step(tmp_path, capsys, monkeypatch):
+    """The drafter, the call, the step, the case and its own line, in one line; the traceback only
+    when asked for (PLD_LAB_TRACEBACK=1), above that line."""
+    (tmp_path / "raising.py").write_text(RAISING)
+    argv = ["--replay", "--quick", "--drafters", str(tmp_path / "raising.py"), "--results", str(tmp_path / "r")]
+    assert compare.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err]
+    assert err.startswith("error: case ") and ": drafter 'raising' (Raising) raised IndexError in propose at step 6 (" in err
+    assert "tokens of context) at raising.py:14: list index out of range" in err
+    monkeypatch.setenv("PLD_LAB_TRACEBACK", "1")
+    assert compare.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and 'raising.py", line 14, in propose' in err
+    assert err.strip().splitlines()[-1].startswith("error: case ")

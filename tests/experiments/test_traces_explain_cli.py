@@ -52,3 +52,16 @@ def test_a_small_sample_is_said_to_be_small_and_a_piped_log_holds_no_bar(tmp_pat
     assert captured.out.count("warning: fewer than") == 1  # once, not once per drafter
     assert "(all) pooled" in captured.out and "cost-aware oracle" in captured.out
     assert captured.err == ""  # stderr is no terminal here: no progress bar, no \r updates
+
+
+def test_the_plot_is_named_by_its_inputs_so_another_explain_does_not_overwrite_it(tmp_path, capsys, monkeypatch):
+    folder = own_traces(tmp_path / "traces")
+    monkeypatch.chdir(tmp_path)
+    plots = []
+    for drafters in ("suffix-automaton", "none", "suffix-automaton"):
+        assert traces.main(["explain", "--traces", str(folder), "--drafters", drafters]) == 0
+        plots += [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines() if line.startswith("plot: ")]
+    assert len(plots) == 3 and plots[0] != plots[1] and plots[0] == plots[2]  # the same inputs, the same file
+    assert all(Path(p).name.startswith("oracle_gap-") and (tmp_path / p).is_file() for p in plots)
+    assert traces.main(["explain", "--traces", str(folder), "--drafters", "none", "--plot", "mine.png"]) == 0
+    assert "plot: mine.png" in capsys.readouterr().out and (tmp_path / "mine.png").is_file()

@@ -70,3 +70,18 @@ def test_a_bad_file_is_one_line_naming_it(tmp_path, text, match):
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(PLDError, match="no drafter file"):
         lookup.get(str(tmp_path / "nope.py"))
+
+
+def test_a_file_with_no_class_to_be_a_drafter_is_refused_from_its_source_alone():
+    """The static half of the rule (nothing runs): a class statement with a base, or type(...) with
+    three arguments, may define a drafter; anything else cannot."""
+    import ast
+
+    from lookup.files import check_could_define_a_drafter
+
+    for source in ("class D(Drafter):\n    pass\n", "class D(metaclass=M):\n    pass\n",
+                   "D = type('D', (Drafter,), {})\n", "def f():\n    class D(B):\n        pass\n"):
+        check_could_define_a_drafter(ast.parse(source), "f.py")  # may: the sandbox's run decides
+    for source in ("", "X = 1\n", "class D:\n    pass\n", "t = type(3)\n"):
+        with pytest.raises(PLDError, match=r"^f\.py defines no Drafter subclass"):
+            check_could_define_a_drafter(ast.parse(source), "f.py")

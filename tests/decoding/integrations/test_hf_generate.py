@@ -136,3 +136,26 @@ def test_every_drafter_on_the_embedded_model_equals_plain_greedy(embedded):
         ours = embedded.model.generate(ids, custom_generate=hf.generate, drafter=drafter, max_new_tokens=32,
                                        do_sample=False)
         assert ours[0].tolist() == reference, drafter
+
+
+def test_transformers_top_k_50_is_the_one_difference_from_decoding_generate():
+    """transformers' generation config samples with top_k=50 unless told otherwise; decoding.generate's
+    top_k defaults to 0 (the whole distribution). With top_k the same both ways, one seed gives the
+    same tokens (README "Sampling"); with each one's default they differ on a vocabulary over 50."""
+    import decoding
+
+    target = tiny_llama(vocab_size=256, seed=4, sharpen=1.0)
+    ids = torch.tensor([PROMPT])
+
+    def hf_tokens(**kwargs):
+        out = target.model.generate(ids, custom_generate=hf.generate, drafter="suffix-automaton", do_sample=True,
+                                    temperature=0.7, seed=1, max_new_tokens=30, **kwargs)
+        return out[0, len(PROMPT):].tolist()
+
+    def ours(**kwargs):
+        return decoding.generate(target, PROMPT, "suffix-automaton", max_new_tokens=30, temperature=0.7, seed=1,
+                                 **kwargs).tokens
+
+    assert hf_tokens() == ours(top_k=50)
+    assert hf_tokens(top_k=0) == ours()
+    assert hf_tokens() != ours()  # the defaults differ: say top_k to compare the two

@@ -176,13 +176,27 @@ def test_cli_usage_errors_are_one_line_exit_2(tmp_path, traces, capsys):
     assert not (tmp_path / "board" / "board.json").exists()  # usage errors record nothing
 
 
+def test_a_file_with_no_class_to_be_a_drafter_is_refused_at_once_and_records_nothing(tmp_path, traces, capsys):
+    """Parsed in the parent (nothing of it runs): no class statement with a base, no type(...) call:
+    one line, in compare.py's words, before any sandbox starts; no board, no stored file."""
+    board = tmp_path / "board"
+    common = ["--board", str(board), "--traces", str(traces)]
+    for i, source in enumerate(["import lookup\nX = lookup.Drafter\n",
+                                "class NotADrafter:\n    def propose(self, budget):\n        return None\n"]):
+        none = tmp_path / f"empty{i}.py"
+        none.write_text(source)
+        err = one_line_error(capsys, ["submit", str(none), *common])
+        assert err == f"error: empty{i}.py defines no Drafter subclass (class X(lookup.Drafter) with a propose method)"
+        assert not board.exists()
+
+
 def test_a_file_the_sandbox_cannot_load_is_recorded_as_disqualified(tmp_path, traces, capsys):
-    """Whether a file defines one drafter is known only by running it, in the sandbox: the answer
-    comes from a process that ran submitted code, so it is recorded like any disqualification
-    (a forged one must not keep an entry off the board)."""
+    """Whether a file that has classes defines one drafter is known only by running it, in the
+    sandbox: the answer comes from a process that ran submitted code, so it is recorded like any
+    disqualification (a forged one must not keep an entry off the board)."""
     common = ["--board", str(tmp_path / "board"), "--traces", str(traces)]
     none = tmp_path / "empty.py"
-    none.write_text("import lookup\nX = lookup.Drafter\n")
+    none.write_text("import lookup\nclass X(object):\n    pass\n")
     assert cli.main(["submit", str(none), *common]) == 1
     assert "disqualified -- load: empty.py defines no Drafter subclass" in capsys.readouterr().out
     two = tmp_path / "two.py"

@@ -281,7 +281,8 @@ def test_legends_print_tau_and_means_as_the_table_does():
                             (plots.plot_accepted_lengths, "mean_accepted", "mean")):
         fig = draw(rows)
         try:
-            labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+            legend = fig.legends[0] if fig.legends else fig.axes[0].get_legend()  # tau's: one for its panels
+            labels = [t.get_text() for t in legend.get_texts()]
         finally:
             plt.close(fig)
         for m in ("unfold", "voting"):
@@ -340,7 +341,7 @@ def test_the_speedup_plots_labels_never_run_into_a_title_and_the_pooled_group_sa
             for text in labels:
                 box = text.get_window_extent(renderer)
                 assert not box.overlaps(title) and not box.overlaps(suptitle), text.get_text()
-            assert [t.get_text() for t in ax.get_xticklabels()][-1] == POOLED_LABEL
+            assert [t.get_text() for t in ax.get_xticklabels()][-1].startswith(POOLED_LABEL + "\n(n=")
         assert labelled > 0
         assert fig.get_figwidth() * plots.DPI <= 1500
     finally:
@@ -369,3 +370,35 @@ def test_grouped_bars_png_draws_each_series_and_cleans_its_labels(monkeypatch):
     assert [k["label"] for k in drawn] == ["oracle", r"a\$b [2J c"] * 2  # no math parser, no control character
     assert drawn[0]["hatch"] == "//" and "hatch" not in drawn[1]
     assert plots.grouped_bars_png([], ["copy"], ["CPU"]) is None and plots.grouped_bars_png(series, [], ["CPU"]) is None
+
+
+def test_small_groups_say_n_the_two_baselines_are_named_tau_is_per_group_and_a_busy_machine_is_marked(tmp_path):
+    rows = fake_rows(prompts=1, methods=("hf-greedy", "none", "unfold", "voting"))
+    fig = plots.plot_speedup_by_category(rows)
+    try:
+        ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+        assert "code-edit\n(n=1, few)" in ticks  # one prompt: said, and said to be few
+        labels = {ax.get_ylabel() for ax in fig.axes}
+        titles = [ax.get_title() for ax in fig.axes]
+        assert len(labels) == 2  # measured over transformers' greedy, estimated over plain decoding: not one word
+        assert any("over transformers' greedy generate (hf-greedy)" in t for t in titles)
+        assert any("over plain decoding (our `none`" in t for t in titles)
+    finally:
+        plt.close(fig)
+    fig = plots.plot_tau_vs_context(rows)
+    try:
+        shown = [ax for ax in fig.axes if ax.get_visible()]
+        assert sorted(ax.get_title().split(" (n=")[0] for ax in shown) == sorted(
+            {r.group for r in rows if r.method == "unfold"})  # a panel per task group, not one pooled
+    finally:
+        plt.close(fig)
+    fig = plots.plot_accepted_lengths(rows)
+    try:
+        assert all("accepted a step" in t.get_text() for t in fig.axes[0].get_legend().get_texts())  # "mean" of what
+    finally:
+        plt.close(fig)
+    busy = "machine busy: load 5.10 on 2 cores (1-minute average); timings will be slower"
+    paths = plots.write_plots(rows, tmp_path / "busy", busy=busy)
+    quiet = plots.write_plots(rows, tmp_path / "quiet")
+    assert [p.name for p in paths] == [p.name for p in quiet]
+    assert all(b.read_bytes() != q.read_bytes() for b, q in zip(paths, quiet))  # the mark is drawn on each

@@ -340,3 +340,17 @@ def test_oracle_speedups_pool_each_groups_cases_with_their_prefill():
     assert decoding_phase["code-edit"] == pytest.approx(pooled([copy, fresh], prefill=False))
     assert decoding_phase["code-edit"] > got["code-edit"]  # the same prefill on both sides dilutes the gain
     assert oracle_speedups(oracle_times([])) == {}
+
+
+def test_acceptance_by_position_is_the_rate_of_each_token_given_the_ones_before_it():
+    from experiments.reporting.summary import acceptance_by_position
+    from experiments.reporting.tables import position_table
+
+    # drafts of 3, 3, 2, 0 tokens accepting 3, 1, 0, 0: position 1 reached by 3 drafts (2 accepted it),
+    # position 2 by 2 (the first two: 1 accepted it), position 3 by 1 (accepted)
+    rows = [case_row(method="d", drafted=8, drafted_lengths=[3, 3], accepted_lengths=[3, 1]),
+            case_row(method="d", drafted=2, drafted_lengths=[2, 0], accepted_lengths=[0, 0])]
+    assert acceptance_by_position(rows, 4) == [(3, 2 / 3), (2, 1 / 2), (1, 1.0), (0, None)]
+    table = position_table([*rows, case_row(method="hf-greedy")], ["hf-greedy", "d"], positions=4)
+    assert table.splitlines()[-1].split() == ["d", "3", "67%", "50%", "100%", "-"]  # drafters only
+    assert position_table([case_row(method="hf-greedy")], ["hf-greedy"]) == ""

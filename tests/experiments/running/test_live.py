@@ -72,3 +72,15 @@ def test_a_comparison_draws_its_bar_on_a_terminal_only(tmp_path, monkeypatch, tt
     assert len(comparison.rows) == 2 * 2 * 2
     assert ("compare" in stream.getvalue()) == tty
     assert ("\r" in stream.getvalue()) == tty
+
+
+def test_the_estimate_scales_the_profile_by_the_forward_timed_now_and_a_drafter_runs_faster():
+    """Twice as slow a forward now, twice the time; a drafter's run ESTIMATED_SPEEDUP times less decoding."""
+    quiet = CPU_SMOLLM2.cost(1, 256)
+    plain = live.estimate_seconds([300], [False], 128, quiet, CPU_SMOLLM2)
+    decode = plain - CPU_SMOLLM2.prefill_cost(300)
+    assert decode == pytest.approx(128 * CPU_SMOLLM2.cost(1, 364), rel=0.05)  # ~ 128 forwards mid-answer
+    assert live.estimate_seconds([300], [False], 128, 2 * quiet, CPU_SMOLLM2) == pytest.approx(2 * plain)
+    drafted = live.estimate_seconds([300], [True], 128, quiet, CPU_SMOLLM2)
+    assert drafted == pytest.approx(CPU_SMOLLM2.prefill_cost(300) + decode / live.ESTIMATED_SPEEDUP)
+    assert live.estimate_seconds([300, 300], [False, True], 128, quiet, CPU_SMOLLM2) == pytest.approx(plain + drafted)
