@@ -36,12 +36,14 @@ from lookup.base import EMPTY_DRAFT, Draft
 from lookup.drafters.suffix_automaton import AutomatonDrafter
 from lookup.indexes import automaton_kernels as K
 from lookup.indexes.automaton import SuffixAutomaton
+from lookup.indexes.loop import looped_token
+from lookup.params import require_bool
 from lookup.registry import register
 
 
 @njit(cache=True)
 def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: int, max_tokens: int,
-                   min_prob: float, out: np.ndarray) -> tuple[int, float]:
+                   min_prob: float, out: np.ndarray, loop: bool = False) -> tuple[int, float]:
     """The most frequent continuation of the occurrences ending at ``ends[:n_ends]`` (newest first).
 
     At each depth the occurrences that agree with the draft so far vote for their next token (one
@@ -51,7 +53,9 @@ def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: 
     where at depth 0 the count also holds the current position, or ``prob`` unchanged when every
     vote is for it (as SuffixDecoding's tree, which divides only where the occurrences branch). Stops
     before a node whose probability would fall below ``min_prob``, at ``max_tokens`` nodes, or when
-    no occurrence goes on.
+    no occurrence goes on. With ``loop``, an occurrence whose continuation reaches the end of the
+    text goes on round its loop (:mod:`lookup.indexes.loop`): it reads the draft so far, as if the
+    draft were already text, and so never stops short.
 
     Returns (nodes written into ``out``, score = the sum of their probabilities).
     """
@@ -63,15 +67,16 @@ def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: 
     while n < max_tokens and count > 0:
         best, best_votes, voting = -1, 0, 0
         for r in range(n_ends - 1, -1, -1):
-            if not alive[r] or ends[r] + 1 + n >= n_tokens:
+            if not alive[r] or (not loop and ends[r] + 1 + n >= n_tokens):
                 continue
             voting += 1
-            x = tokens[ends[r] + 1 + n]
+            x = looped_token(tokens, n_tokens, out, ends[r] + 1 + n)
             if best != -1 and x == best:
                 continue  # counted already, with the older occurrence that voted for it first
             votes = 0
             for s in range(0, r + 1):
-                if alive[s] and ends[s] + 1 + n < n_tokens and tokens[ends[s] + 1 + n] == x:
+                if (alive[s] and (loop or ends[s] + 1 + n < n_tokens)
+                        and looped_token(tokens, n_tokens, out, ends[s] + 1 + n) == x):
                     votes += 1
             if votes > best_votes:
                 best, best_votes = x, votes
@@ -87,7 +92,8 @@ def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: 
         score += prob
         n += 1
         for r in range(n_ends):  # the occurrences that go on along the draft
-            alive[r] = alive[r] and ends[r] + n < n_tokens and tokens[ends[r] + n] == best
+            alive[r] = (alive[r] and (loop or ends[r] + n < n_tokens)
+                        and looped_token(tokens, n_tokens, out, ends[r] + n) == best)
         count = best_votes
     return n, score
 
@@ -95,12 +101,12 @@ def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: 
 @njit(cache=True)
 def frequency_draft(states: np.ndarray, meta: np.ndarray, tokens: np.ndarray, min_match: int, max_tokens: int,
                     spec_factor: float, spec_offset: float, min_prob: float, ends: np.ndarray,
-                    out: np.ndarray, scratch: np.ndarray) -> int:
+                    out: np.ndarray, scratch: np.ndarray, loop: bool = False) -> int:
     """The best-scoring :func:`frequency_path` over the match lengths of the suffix-link chain.
 
     Each state from the longest match ``link(last)`` down to ``min_match`` tokens drafts at most
     ``min(max_tokens, int(len * spec_factor + spec_offset))`` nodes from its recent occurrences (into
-    ``ends``); the highest score wins, the longer match on ties. Returns the nodes written into
+    ``ends``; round the loop with ``loop``); the highest score wins, the longer match on ties. Returns the nodes written into
     ``out`` (0: nothing drafted).
     """
     n_tokens = meta[K.M_TOKENS]
@@ -114,7 +120,7 @@ def frequency_draft(states: np.ndarray, meta: np.ndarray, tokens: np.ndarray, mi
             break  # a score is at most the draft's length, and shorter matches have smaller caps
         k = K.recent_ends(states, u, before, ends)
         if cap > 0 and k > 0:
-            n, score = frequency_path(tokens, n_tokens, ends, k, cap, min_prob, scratch)
+            n, score = frequency_path(tokens, n_tokens, ends, k, cap, min_prob, scratch, loop)
             if n > 0 and score > best_score:
                 best_n, best_score = n, score
                 out[:n] = scratch[:n]
@@ -137,10 +143,13 @@ class FrequencyDrafter(AutomatonDrafter):
         occurrences: most recent occurrences per match that vote (the counts' sample).
         max_depth: see :class:`lookup.indexes.automaton.SuffixAutomaton`; the shorter matches' rings
             are read too, so deeper than ``suffix-automaton``'s default.
+        loop: an occurrence whose continuation reaches the end of the text goes on round the loop it
+            is one period of (:func:`frequency_path`), instead of voting for nothing from there.
     """
 
     def __init__(self, min_match: int = 1, max_tokens: int = 16, spec_factor: float = 1.0,
-                 spec_offset: float = 0.0, min_prob: float = 0.1, occurrences: int = 8, max_depth: int = 16):
+                 spec_offset: float = 0.0, min_prob: float = 0.1, occurrences: int = 8, max_depth: int = 16,
+                 loop: bool = False):
         super().__init__()
         if min_match < 1 or max_tokens < 1 or occurrences < 1:
             raise ValueError("min_match, max_tokens and occurrences must be >= 1")
@@ -149,6 +158,7 @@ class FrequencyDrafter(AutomatonDrafter):
                              f"got {spec_factor!r}, {spec_offset!r}, {min_prob!r}")
         self.min_match, self.max_tokens = min_match, max_tokens
         self.spec_factor, self.spec_offset, self.min_prob = float(spec_factor), float(spec_offset), float(min_prob)
+        self.loop = require_bool("loop", loop)
         self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
         self._ends = np.zeros(occurrences, dtype=np.int64)  # [K] scratch: a state's recent occurrences
         self._out = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] the best draft so far
@@ -160,7 +170,7 @@ class FrequencyDrafter(AutomatonDrafter):
         sam = self.sam
         n = frequency_draft(sam.states, sam.meta, sam.tokens, self.min_match, min(budget, self.max_tokens),
                                self.spec_factor, self.spec_offset, self.min_prob, self._ends, self._out,
-                               self._scratch)
+                               self._scratch, self.loop)
         return Draft(self._out[:n].copy()) if n else EMPTY_DRAFT
 
     def params(self) -> dict:
@@ -172,4 +182,5 @@ class FrequencyDrafter(AutomatonDrafter):
             "min_prob": self.min_prob,
             "occurrences": self.sam.occurrences,
             "max_depth": self.sam.max_depth,
+            **({"loop": True} if self.loop else {}),
         }

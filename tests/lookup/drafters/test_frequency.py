@@ -19,17 +19,20 @@ def brute_ends(seq: list[int], length: int, k: int) -> list[int]:
     return [e for e in range(n - 2, length - 2, -1) if seq[e - length + 1: e + 1] == suffix][:k]
 
 
-def brute_path(seq: list[int], ends: list[int], cap: int, min_prob: float) -> tuple[list[int], float]:
+def brute_path(seq: list[int], ends: list[int], cap: int, min_prob: float,
+               loop: bool = False) -> tuple[list[int], float]:
     """Most voted next token among the occurrences that agree so far; where they branch, the current
-    position and those that stopped short count too."""
+    position and those that stopped short count too. With ``loop`` the text read is the sequence
+    followed by the draft so far, so no occurrence stops short."""
     draft: list[int] = []
     alive, count, prob, score = list(ends), len(ends) + 1, 1.0, 0.0
     while len(draft) < cap and count:
+        text = seq + draft if loop else seq
         votes: dict[int, int] = {}
         oldest: dict[int, int] = {}
         for r, e in enumerate(alive):
-            if e + 1 + len(draft) < len(seq):
-                x = seq[e + 1 + len(draft)]
+            if e + 1 + len(draft) < len(text):
+                x = text[e + 1 + len(draft)]
                 votes[x] = votes.get(x, 0) + 1
                 oldest[x] = r
         if not votes:
@@ -40,13 +43,13 @@ def brute_path(seq: list[int], ends: list[int], cap: int, min_prob: float) -> tu
             break
         prob *= share
         score += prob
-        alive = [e for e in alive if e + 1 + len(draft) < len(seq) and seq[e + 1 + len(draft)] == best]
+        alive = [e for e in alive if e + 1 + len(draft) < len(text) and text[e + 1 + len(draft)] == best]
         draft.append(best)
         count = votes[best]
     return draft, score
 
 
-def brute_draft(seq, min_match, max_tokens, factor, offset, min_prob, k) -> list[int]:
+def brute_draft(seq, min_match, max_tokens, factor, offset, min_prob, k, loop=False) -> list[int]:
     """Every match length from the longest down; the best score wins, the longer match on ties."""
     best, best_score = [], 0.0
     for m in range(len(seq) - 1, min_match - 1, -1):
@@ -54,7 +57,7 @@ def brute_draft(seq, min_match, max_tokens, factor, offset, min_prob, k) -> list
         if not ends:
             continue
         cap = min(max_tokens, int(m * factor + offset + 1e-6))
-        draft, score = brute_path(seq, ends, cap, min_prob)
+        draft, score = brute_path(seq, ends, cap, min_prob, loop)
         if draft and score > best_score:
             best, best_score = draft, score
     return best
@@ -71,6 +74,7 @@ def frequency_case(draw):
         spec_offset=draw(st.sampled_from([0.0, 1.0])),
         min_prob=draw(st.sampled_from([0.0, 0.1, 0.3])),
         occurrences=draw(st.integers(1, 6)),
+        loop=draw(st.booleans()),
     )
     return seq, params
 
@@ -84,7 +88,7 @@ def test_draft_equals_brute_force(case, budget):
     d.reset(seq[: max(split, 1)])
     d.extend(seq[max(split, 1):])
     want = brute_draft(seq, params["min_match"], min(budget, params["max_tokens"]), params["spec_factor"],
-                       params["spec_offset"], params["min_prob"], params["occurrences"])
+                       params["spec_offset"], params["min_prob"], params["occurrences"], params["loop"])
     assert d.propose(budget).tokens.tolist() == (want if budget > 0 else [])
 
 
