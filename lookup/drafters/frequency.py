@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from lookup.base import EMPTY_DRAFT, Draft
+from lookup.base import EMPTY_DRAFT, SOURCES, Agreement, Draft, Evidence
 from lookup.drafters.suffix_automaton import AutomatonDrafter
 from lookup.indexes import automaton_kernels as K
 from lookup.indexes.automaton import SuffixAutomaton
@@ -101,18 +101,18 @@ def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: 
 @njit(cache=True)
 def frequency_draft(states: np.ndarray, meta: np.ndarray, tokens: np.ndarray, min_match: int, max_tokens: int,
                     spec_factor: float, spec_offset: float, min_prob: float, ends: np.ndarray,
-                    out: np.ndarray, scratch: np.ndarray, loop: bool = False) -> int:
+                    out: np.ndarray, scratch: np.ndarray, loop: bool = False) -> tuple[int, int]:
     """The best-scoring :func:`frequency_path` over the match lengths of the suffix-link chain.
 
     Each state from the longest match ``link(last)`` down to ``min_match`` tokens drafts at most
     ``min(max_tokens, int(len * spec_factor + spec_offset))`` nodes from its recent occurrences (into
-    ``ends``; round the loop with ``loop``); the highest score wins, the longer match on ties. Returns the nodes written into
-    ``out`` (0: nothing drafted).
+    ``ends``; round the loop with ``loop``); the highest score wins, the longer match on ties. Returns
+    (the nodes written into ``out`` (0: nothing drafted), the state they were drafted after (0: none)).
     """
     n_tokens = meta[K.M_TOKENS]
     before = n_tokens - 1  # the current position is not an *earlier* occurrence
     u = states[meta[K.M_LAST], K.LINK]
-    best_n, best_score = 0, 0.0
+    best_n, best_score, best_state = 0, 0.0, 0
     while u > 0 and states[u, K.LEN] >= min_match:
         length = states[u, K.LEN]
         cap = min(max_tokens, int(length * spec_factor + spec_offset + 1e-6))
@@ -122,10 +122,10 @@ def frequency_draft(states: np.ndarray, meta: np.ndarray, tokens: np.ndarray, mi
         if cap > 0 and k > 0:
             n, score = frequency_path(tokens, n_tokens, ends, k, cap, min_prob, scratch, loop)
             if n > 0 and score > best_score:
-                best_n, best_score = n, score
+                best_n, best_score, best_state = n, score, u
                 out[:n] = scratch[:n]
         u = states[u, K.LINK]
-    return best_n
+    return best_n, best_state
 
 
 @register("frequency")
@@ -149,7 +149,7 @@ class FrequencyDrafter(AutomatonDrafter):
 
     def __init__(self, min_match: int = 1, max_tokens: int = 16, spec_factor: float = 1.0,
                  spec_offset: float = 0.0, min_prob: float = 0.1, occurrences: int = 8, max_depth: int = 16,
-                 loop: bool = False):
+                 loop: bool = True):
         super().__init__()
         if min_match < 1 or max_tokens < 1 or occurrences < 1:
             raise ValueError("min_match, max_tokens and occurrences must be >= 1")
@@ -163,15 +163,46 @@ class FrequencyDrafter(AutomatonDrafter):
         self._ends = np.zeros(occurrences, dtype=np.int64)  # [K] scratch: a state's recent occurrences
         self._out = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] the best draft so far
         self._scratch = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] the draft being scored
+        self._support = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] evidence(): occurrences following
+        self._agree = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] evidence(): those that agree
+        self._stops = np.zeros(occurrences, dtype=np.int64)  # [K] evidence(): where each continuation may run
+        #: the state (match) the last propose drafted after: what evidence() describes (0: none)
+        self._chosen = 0
 
     def propose(self, budget: int) -> Draft:
         if budget <= 0:
+            self._chosen = 0
             return EMPTY_DRAFT
         sam = self.sam
-        n = frequency_draft(sam.states, sam.meta, sam.tokens, self.min_match, min(budget, self.max_tokens),
+        n, self._chosen = frequency_draft(sam.states, sam.meta, sam.tokens, self.min_match, min(budget, self.max_tokens),
                                self.spec_factor, self.spec_offset, self.min_prob, self._ends, self._out,
                                self._scratch, self.loop)
         return Draft(self._out[:n].copy()) if n else EMPTY_DRAFT
+
+    def match_length(self) -> int:
+        """The length of the match the last :meth:`propose` drafted after (the longest match before any)."""
+        return int(self.sam.states[self._chosen, K.LEN]) if self._chosen > 0 else super().match_length()
+
+    def evidence(self, draft: Draft) -> Evidence:
+        """The match ``draft`` (the last :meth:`propose`'s) was drafted after and, for a chain, the votes
+        behind it: per depth, the occurrences that voted (those that followed the draft so far and have a
+        token there; round the loop with ``loop``) and those that voted for the draft's token, as
+        :class:`lookup.base.Agreement` counts them for ``adaptive``'s acceptance model."""
+        if self._chosen <= 0 or not len(draft):
+            return Evidence(SOURCES[0], 0 if self._chosen <= 0 else self.match_length())
+        sam, state = self.sam, self._chosen
+        length = int(sam.states[state, K.LEN])
+        own = None
+        if draft.is_chain:
+            tokens = np.ascontiguousarray(draft.tokens, dtype=np.int64)
+            n = len(tokens)
+            if len(self._support) < n:
+                self._support, self._agree = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+            k = K.recent_ends(sam.states, state, len(sam) - 1, self._ends)
+            self._stops[:k] = len(sam)
+            K.chain_agreement(sam.tokens, self._stops, self._ends, k, tokens, self._support, self._agree, self.loop)
+            own = Agreement(length, self._support[:n], self._agree[:n]) if k else None
+        return Evidence(SOURCES[0], length, own)
 
     def params(self) -> dict:
         return {
@@ -182,5 +213,5 @@ class FrequencyDrafter(AutomatonDrafter):
             "min_prob": self.min_prob,
             "occurrences": self.sam.occurrences,
             "max_depth": self.sam.max_depth,
-            **({"loop": True} if self.loop else {}),
+            "loop": self.loop,
         }

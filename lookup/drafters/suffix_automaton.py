@@ -117,7 +117,7 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         history_tokens: int = DEFAULT_MAX_TOKENS,
         occurrences: int = 1,
         branches: int = 1,
-        loop: bool = False,
+        loop: bool = True,
     ):
         super().__init__()
         if min_match < 1 or max_tokens < 1 or occurrences < 1 or branches < 1:
@@ -266,5 +266,5 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             **({"history_tokens": self.history.max_tokens} if self.history is not None else {}),
             "occurrences": self.sam.occurrences,
             **({"branches": self.branches} if self.branches > 1 else {}),
-            **({"loop": True} if self.loop else {}),
+            "loop": self.loop,
         }

@@ -231,7 +231,7 @@ def test_branches_draft_the_tree_of_the_most_recent_occurrences_continuations(da
     ],
 )
 def test_fallback_copies_from_the_earliest_occurrence_when_the_recent_one_runs_out(seq, budget, fallback, want):
-    d = SuffixAutomatonDrafter(min_match=1, max_tokens=budget, length_rule=None, fallback=fallback)
+    d = SuffixAutomatonDrafter(min_match=1, max_tokens=budget, length_rule=None, fallback=fallback, loop=False)
     d.reset(seq)
     assert d.propose(budget).tokens.tolist() == want
 
