@@ -29,6 +29,8 @@ recent occurrences, one state per range of match lengths, no depth limit.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 from numba import njit
 
@@ -169,18 +171,27 @@ class FrequencyDrafter(AutomatonDrafter):
         #: the state (match) the last propose drafted after: what evidence() describes (0: none)
         self._chosen = 0
 
+    def reset(self, prompt: Sequence[int]) -> None:
+        super().reset(prompt)
+        self._chosen = 0  # a state of the automaton before: meaningless now
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        super().extend(tokens)
+        self._chosen = 0  # the last draft's match is the past's; match_length() is the longest now
+
     def propose(self, budget: int) -> Draft:
         if budget <= 0:
             self._chosen = 0
             return EMPTY_DRAFT
         sam = self.sam
-        n, self._chosen = frequency_draft(sam.states, sam.meta, sam.tokens, self.min_match, min(budget, self.max_tokens),
-                               self.spec_factor, self.spec_offset, self.min_prob, self._ends, self._out,
-                               self._scratch, self.loop)
+        n, self._chosen = frequency_draft(sam.states, sam.meta, sam.tokens, self.min_match,
+                                          min(budget, self.max_tokens), self.spec_factor, self.spec_offset,
+                                          self.min_prob, self._ends, self._out, self._scratch, self.loop)
         return Draft(self._out[:n].copy()) if n else EMPTY_DRAFT
 
     def match_length(self) -> int:
-        """The length of the match the last :meth:`propose` drafted after (the longest match before any)."""
+        """The length of the match the last :meth:`propose` drafted after (since the last ``extend``;
+        before one, the longest match)."""
         return int(self.sam.states[self._chosen, K.LEN]) if self._chosen > 0 else super().match_length()
 
     def evidence(self, draft: Draft) -> Evidence:

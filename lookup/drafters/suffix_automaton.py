@@ -215,7 +215,10 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             support, agree = self._scratch[scratch] = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
         # the context's own occurrences go round the loop as the draft does; the history's stop
         # where their request did
-        found = index.agreement(draft, support, agree, self.loop) if index is self.sam else index.agreement(draft, support, agree)
+        if index is self.sam:
+            found = index.agreement(draft, support, agree, self.loop)
+        else:
+            found = index.agreement(draft, support, agree)
         if found == 0:
             return None
         return Agreement(length, support[:n], agree[:n])
