@@ -194,7 +194,8 @@ class Drafter(abc.ABC):
           :meth:`observe` is the one the most recent ``propose`` returned (as in the loop).
 
         Drafters look continuations up: until :meth:`observe_top` has offered other candidates,
-        every root-to-node path of a draft is a run of the context.
+        every root-to-node path of a draft is a run of the context, or goes on from one round a loop
+        (a copy that reads its own tokens past the end of the context: :mod:`lookup.indexes.loop`).
         """
 
     def observe(self, draft: Draft, accepted: int) -> None:

@@ -29,19 +29,23 @@ recent occurrences, one state per range of match lengths, no depth limit.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 from numba import njit
 
-from lookup.base import EMPTY_DRAFT, Draft
+from lookup.base import EMPTY_DRAFT, SOURCES, Agreement, Draft, Evidence
 from lookup.drafters.suffix_automaton import AutomatonDrafter
 from lookup.indexes import automaton_kernels as K
 from lookup.indexes.automaton import SuffixAutomaton
+from lookup.indexes.loop import looped_token
+from lookup.params import require_bool
 from lookup.registry import register
 
 
 @njit(cache=True)
 def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: int, max_tokens: int,
-                   min_prob: float, out: np.ndarray) -> tuple[int, float]:
+                   min_prob: float, out: np.ndarray, loop: bool = False) -> tuple[int, float]:
     """The most frequent continuation of the occurrences ending at ``ends[:n_ends]`` (newest first).
 
     At each depth the occurrences that agree with the draft so far vote for their next token (one
@@ -51,7 +55,9 @@ def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: 
     where at depth 0 the count also holds the current position, or ``prob`` unchanged when every
     vote is for it (as SuffixDecoding's tree, which divides only where the occurrences branch). Stops
     before a node whose probability would fall below ``min_prob``, at ``max_tokens`` nodes, or when
-    no occurrence goes on.
+    no occurrence goes on. With ``loop``, an occurrence whose continuation reaches the end of the
+    text goes on round its loop (:mod:`lookup.indexes.loop`): it reads the draft so far, as if the
+    draft were already text, and so never stops short.
 
     Returns (nodes written into ``out``, score = the sum of their probabilities).
     """
@@ -63,15 +69,16 @@ def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: 
     while n < max_tokens and count > 0:
         best, best_votes, voting = -1, 0, 0
         for r in range(n_ends - 1, -1, -1):
-            if not alive[r] or ends[r] + 1 + n >= n_tokens:
+            if not alive[r] or (not loop and ends[r] + 1 + n >= n_tokens):
                 continue
             voting += 1
-            x = tokens[ends[r] + 1 + n]
+            x = looped_token(tokens, n_tokens, out, ends[r] + 1 + n)
             if best != -1 and x == best:
                 continue  # counted already, with the older occurrence that voted for it first
             votes = 0
             for s in range(0, r + 1):
-                if alive[s] and ends[s] + 1 + n < n_tokens and tokens[ends[s] + 1 + n] == x:
+                if (alive[s] and (loop or ends[s] + 1 + n < n_tokens)
+                        and looped_token(tokens, n_tokens, out, ends[s] + 1 + n) == x):
                     votes += 1
             if votes > best_votes:
                 best, best_votes = x, votes
@@ -87,7 +94,8 @@ def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: 
         score += prob
         n += 1
         for r in range(n_ends):  # the occurrences that go on along the draft
-            alive[r] = alive[r] and ends[r] + n < n_tokens and tokens[ends[r] + n] == best
+            alive[r] = (alive[r] and (loop or ends[r] + n < n_tokens)
+                        and looped_token(tokens, n_tokens, out, ends[r] + n) == best)
         count = best_votes
     return n, score
 
@@ -95,18 +103,18 @@ def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: 
 @njit(cache=True)
 def frequency_draft(states: np.ndarray, meta: np.ndarray, tokens: np.ndarray, min_match: int, max_tokens: int,
                     spec_factor: float, spec_offset: float, min_prob: float, ends: np.ndarray,
-                    out: np.ndarray, scratch: np.ndarray) -> int:
+                    out: np.ndarray, scratch: np.ndarray, loop: bool = False) -> tuple[int, int]:
     """The best-scoring :func:`frequency_path` over the match lengths of the suffix-link chain.
 
     Each state from the longest match ``link(last)`` down to ``min_match`` tokens drafts at most
     ``min(max_tokens, int(len * spec_factor + spec_offset))`` nodes from its recent occurrences (into
-    ``ends``); the highest score wins, the longer match on ties. Returns the nodes written into
-    ``out`` (0: nothing drafted).
+    ``ends``; round the loop with ``loop``); the highest score wins, the longer match on ties. Returns
+    (the nodes written into ``out`` (0: nothing drafted), the state they were drafted after (0: none)).
     """
     n_tokens = meta[K.M_TOKENS]
     before = n_tokens - 1  # the current position is not an *earlier* occurrence
     u = states[meta[K.M_LAST], K.LINK]
-    best_n, best_score = 0, 0.0
+    best_n, best_score, best_state = 0, 0.0, 0
     while u > 0 and states[u, K.LEN] >= min_match:
         length = states[u, K.LEN]
         cap = min(max_tokens, int(length * spec_factor + spec_offset + 1e-6))
@@ -114,12 +122,12 @@ def frequency_draft(states: np.ndarray, meta: np.ndarray, tokens: np.ndarray, mi
             break  # a score is at most the draft's length, and shorter matches have smaller caps
         k = K.recent_ends(states, u, before, ends)
         if cap > 0 and k > 0:
-            n, score = frequency_path(tokens, n_tokens, ends, k, cap, min_prob, scratch)
+            n, score = frequency_path(tokens, n_tokens, ends, k, cap, min_prob, scratch, loop)
             if n > 0 and score > best_score:
-                best_n, best_score = n, score
+                best_n, best_score, best_state = n, score, u
                 out[:n] = scratch[:n]
         u = states[u, K.LINK]
-    return best_n
+    return best_n, best_state
 
 
 @register("frequency")
@@ -137,10 +145,13 @@ class FrequencyDrafter(AutomatonDrafter):
         occurrences: most recent occurrences per match that vote (the counts' sample).
         max_depth: see :class:`lookup.indexes.automaton.SuffixAutomaton`; the shorter matches' rings
             are read too, so deeper than ``suffix-automaton``'s default.
+        loop: an occurrence whose continuation reaches the end of the text goes on round the loop it
+            is one period of (:func:`frequency_path`), instead of voting for nothing from there.
     """
 
     def __init__(self, min_match: int = 1, max_tokens: int = 16, spec_factor: float = 1.0,
-                 spec_offset: float = 0.0, min_prob: float = 0.1, occurrences: int = 8, max_depth: int = 16):
+                 spec_offset: float = 0.0, min_prob: float = 0.1, occurrences: int = 8, max_depth: int = 16,
+                 loop: bool = True):
         super().__init__()
         if min_match < 1 or max_tokens < 1 or occurrences < 1:
             raise ValueError("min_match, max_tokens and occurrences must be >= 1")
@@ -149,19 +160,60 @@ class FrequencyDrafter(AutomatonDrafter):
                              f"got {spec_factor!r}, {spec_offset!r}, {min_prob!r}")
         self.min_match, self.max_tokens = min_match, max_tokens
         self.spec_factor, self.spec_offset, self.min_prob = float(spec_factor), float(spec_offset), float(min_prob)
+        self.loop = require_bool("loop", loop)
         self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
         self._ends = np.zeros(occurrences, dtype=np.int64)  # [K] scratch: a state's recent occurrences
         self._out = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] the best draft so far
         self._scratch = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] the draft being scored
+        self._support = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] evidence(): occurrences following
+        self._agree = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] evidence(): those that agree
+        self._stops = np.zeros(occurrences, dtype=np.int64)  # [K] evidence(): where each continuation may run
+        #: the state (match) the last propose drafted after: what evidence() describes (0: none)
+        self._chosen = 0
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        super().reset(prompt)
+        self._chosen = 0  # a state of the automaton before: meaningless now
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        super().extend(tokens)
+        self._chosen = 0  # the last draft's match is the past's; match_length() is the longest now
 
     def propose(self, budget: int) -> Draft:
         if budget <= 0:
+            self._chosen = 0
             return EMPTY_DRAFT
         sam = self.sam
-        n = frequency_draft(sam.states, sam.meta, sam.tokens, self.min_match, min(budget, self.max_tokens),
-                               self.spec_factor, self.spec_offset, self.min_prob, self._ends, self._out,
-                               self._scratch)
+        n, self._chosen = frequency_draft(sam.states, sam.meta, sam.tokens, self.min_match,
+                                          min(budget, self.max_tokens), self.spec_factor, self.spec_offset,
+                                          self.min_prob, self._ends, self._out, self._scratch, self.loop)
         return Draft(self._out[:n].copy()) if n else EMPTY_DRAFT
+
+    def match_length(self) -> int:
+        """The length of the match the last :meth:`propose` drafted after (since the last ``extend``;
+        before one, the longest match)."""
+        return int(self.sam.states[self._chosen, K.LEN]) if self._chosen > 0 else super().match_length()
+
+    def evidence(self, draft: Draft) -> Evidence:
+        """The match ``draft`` (the last :meth:`propose`'s) was drafted after and, for a chain, the votes
+        behind it: per depth, the occurrences that voted (those that followed the draft so far and have a
+        token there; round the loop with ``loop``) and those that voted for the draft's token, as
+        :class:`lookup.base.Agreement` counts them for ``adaptive``'s acceptance model."""
+        if self._chosen <= 0 or not len(draft):
+            return Evidence(SOURCES[0], 0 if self._chosen <= 0 else self.match_length())
+        sam, state = self.sam, self._chosen
+        length = int(sam.states[state, K.LEN])
+        own = None
+        if draft.is_chain:
+            tokens = np.ascontiguousarray(draft.tokens, dtype=np.int64)
+            n = len(tokens)
+            if len(self._support) < n:
+                self._support, self._agree = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+            k = K.recent_ends(sam.states, state, len(sam) - 1, self._ends)
+            self._stops[:k] = len(sam)
+            K.chain_agreement(sam.tokens, self._stops, self._ends, k, tokens, self._support, self._agree, self.loop)
+            own = Agreement(length, self._support[:n], self._agree[:n]) if k else None
+        return Evidence(SOURCES[0], length, own)
 
     def params(self) -> dict:
         return {
@@ -172,4 +224,5 @@ class FrequencyDrafter(AutomatonDrafter):
             "min_prob": self.min_prob,
             "occurrences": self.sam.occurrences,
             "max_depth": self.sam.max_depth,
+            "loop": self.loop,
         }

@@ -166,10 +166,12 @@ class RecyclingDrafter(Drafter):
     def reset(self, prompt: Sequence[int]) -> None:
         if self.base is not None:
             self.base.reset(prompt)
-        # the target's top ids after each token (its most recent context), as a table grown to the
-        # largest token seen: [V, width] ids, and [V] whether the token has a row yet
-        self._row_table = np.full((0, self.width), -1, dtype=np.int64)
-        self._has_row = np.zeros(0, dtype=np.bool_)
+        # the target's top ids after each token (its most recent context): one row per token seen,
+        # [S, width] ids, and [V] each token's row (-1: none yet), grown to the largest token seen. A
+        # row per token id would be [V, width]: 16 MB for a 262k vocabulary, allocated per request
+        self._rows = np.full((0, self.width), -1, dtype=np.int64)
+        self._slot = np.full(0, -1, dtype=np.int32)
+        self._n_rows = 0
         self._context = len(prompt)
         self._last = int(prompt[-1]) if len(prompt) else -1
         self._chain.clear()
@@ -194,23 +196,28 @@ class RecyclingDrafter(Drafter):
         if not len(tokens):
             return
         need = int(tokens.max()) + 1
-        if need > len(self._has_row):  # grow by doubling: tokens arrive a few at a time
-            size = max(need, 2 * len(self._has_row), 1024)
-            table = np.full((size, self.width), -1, dtype=np.int64)  # -1: past a row narrower than width
-            table[: len(self._row_table)] = self._row_table
-            has = np.zeros(size, dtype=np.bool_)
-            has[: len(self._has_row)] = self._has_row
-            self._row_table, self._has_row = table, has
+        if need > len(self._slot):  # grow by doubling: tokens arrive a few at a time
+            slot = np.full(max(need, 2 * len(self._slot), 1024), -1, dtype=np.int32)
+            slot[: len(self._slot)] = self._slot
+            self._slot = slot
         # the last occurrence of each token wins (fancy assignment with repeats leaves it unspecified)
         last = len(tokens) - 1 - np.unique(tokens[::-1], return_index=True)[1]
-        self._row_table[tokens[last], : top.shape[1]] = top[last]
-        self._has_row[tokens[last]] = True
+        ids = tokens[last]
+        new = ids[self._slot[ids] < 0]
+        if len(new):  # rows for tokens seen for the first time, the row table grown by doubling
+            if self._n_rows + len(new) > len(self._rows):
+                rows = np.full((max(self._n_rows + len(new), 2 * len(self._rows), 256), self.width), -1, dtype=np.int64)
+                rows[: self._n_rows] = self._rows[: self._n_rows]  # -1: past a row narrower than width
+                self._rows = rows
+            self._slot[new] = np.arange(self._n_rows, self._n_rows + len(new), dtype=np.int32)
+            self._n_rows += len(new)
+        self._rows[self._slot[ids], : top.shape[1]] = top[last]
 
     def row_of(self, token: int) -> np.ndarray | None:
         """The target's top ids after ``token`` in its most recent context (None: not seen yet).  # [width]"""
-        if not (0 <= token < len(self._has_row) and self._has_row[token]):
+        if not (0 <= token < len(self._slot) and self._slot[token] >= 0):
             return None
-        row = self._row_table[token]
+        row = self._rows[self._slot[token]]
         return row[row >= 0]
 
     def propose(self, budget: int) -> Draft:
@@ -299,7 +306,7 @@ class RecyclingDrafter(Drafter):
         if not isinstance(found, Draft):
             found = Draft(found)
         parents = np.arange(-1, len(found) - 1, dtype=np.int32) if found.parents is None else found.parents
-        return best_first_tree(self._last, found.tokens, parents, self._row_table, self._has_row,
+        return best_first_tree(self._last, found.tokens, parents, self._rows, self._slot,
                                self.chain_acceptance(bucket), self.rank_acceptance(), self.sibling_acceptance(), limit)
 
     def _lookup(self, limit: int) -> Draft:

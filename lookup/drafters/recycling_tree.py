@@ -1,7 +1,7 @@
 """The recycling drafter's best-first tree, as a numba kernel (it runs every step, and on a GPU
 target whose forward takes milliseconds the drafter's own time is a real share of each step).
 
-    tokens, parents, probs = best_first_tree(last, lookup_tokens, lookup_parents, rows, has_row,
+    tokens, parents, probs = best_first_tree(last, lookup_tokens, lookup_parents, rows, slot,
                                              chain_p, rank_p, sibling_p, limit)
 
 What it computes is :meth:`lookup.drafters.recycling.RecyclingDrafter.best_first`'s contract;
@@ -18,7 +18,7 @@ from lookup.indexes.heap import heap_pop, heap_push
 
 @njit(cache=True)
 def best_first_tree(last: int, lookup_tokens: np.ndarray, lookup_parents: np.ndarray, rows: np.ndarray,
-                    has_row: np.ndarray, chain_p: np.ndarray, rank_p: np.ndarray, sibling_p: np.ndarray,
+                    slot: np.ndarray, chain_p: np.ndarray, rank_p: np.ndarray, sibling_p: np.ndarray,
                     limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ``limit`` most probable nodes, parents first (tokens [n] int64, parents [n] int32, P [n]).
 
@@ -26,8 +26,8 @@ def best_first_tree(last: int, lookup_tokens: np.ndarray, lookup_parents: np.nda
         last: the last committed token (the root's).
         lookup_tokens, lookup_parents: the lookup drafter's draft ([m] int64, [m] int32; a chain's
             parents are 0..m-2 after -1).
-        rows, has_row: the table of the target's top ids after each token ([V, W] int64; -1 past the
-            end of a narrower row) and which tokens have a row ([V] bool; a token >= V has none).
+        rows, slot: the target's top ids after tokens ([S, W] int64, one row per token seen; -1 past
+            the end of a narrower row) and each token's row in it ([V] int32; -1, or a token >= V: none).
         chain_p: P(the lookup draft's first child of a node right | the node right), by depth ([D]).
         rank_p: P(a row's rank-r token is next) ([W]).
         sibling_p: P(the lookup draft's rank-r child right | its parent right), r = 1.. ([S]).
@@ -38,7 +38,7 @@ def best_first_tree(last: int, lookup_tokens: np.ndarray, lookup_parents: np.nda
     node, the lookup draft's children in their order, then the row's new tokens in rank order.
     """
     m = len(lookup_tokens)
-    n_depth, width, n_sib, vocab = len(chain_p), rows.shape[1], len(sibling_p), len(has_row)
+    n_depth, width, n_sib, vocab = len(chain_p), rows.shape[1], len(sibling_p), len(slot)
     # the lookup draft's children of each node, in order (CSR; index 0 = the root's)
     starts = np.zeros(m + 2, dtype=np.int64)
     for i in range(m):
@@ -88,9 +88,10 @@ def best_first_tree(last: int, lookup_tokens: np.ndarray, lookup_parents: np.nda
                 c_token[j], c_p[j], c_at[j] = t, p, child
                 if j == k:
                     k += 1
-        if 0 <= token < vocab and has_row[token]:
+        if 0 <= token < vocab and slot[token] >= 0:
+            row = slot[token]
             for rank in range(width):
-                t = rows[token, rank]
+                t = rows[row, rank]
                 if t < 0:  # past the row's end (a row narrower than the table)
                     break
                 j = 0

@@ -22,6 +22,7 @@ from lookup.indexes.automaton import SuffixAutomaton
 from lookup.indexes.continuations import continuation_tree
 from lookup.base import EMPTY_DRAFT, SOURCES, Agreement, Draft, Drafter, Evidence
 from lookup.indexes.history import DEFAULT_MAX_TOKENS, History
+from lookup.indexes.loop import overlapping_copy
 from lookup.params import require_bool
 from lookup.registry import register
 
@@ -98,6 +99,10 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             (:func:`lookup.indexes.continuations.continuation_tree`; the automaton then remembers at
             least that many). Worth it where a forward over a tree costs about one over a token (a
             large GPU); ``occurrence`` and ``fallback`` choose among occurrences only for a chain.
+        loop: where the chosen occurrence's continuation (each branch's, in a tree) runs into the end
+            of the context before the draft is full, go on round the loop it is one period of: the
+            draft's own tokens that period back (:mod:`lookup.indexes.loop`). A draft from the history
+            stops where its request did.
     """
 
     def __init__(
@@ -112,6 +117,7 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         history_tokens: int = DEFAULT_MAX_TOKENS,
         occurrences: int = 1,
         branches: int = 1,
+        loop: bool = True,
     ):
         super().__init__()
         if min_match < 1 or max_tokens < 1 or occurrences < 1 or branches < 1:
@@ -120,6 +126,8 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         occurrences = max(occurrences, branches)
         self._branch_ends = np.zeros(branches, dtype=np.int64)  # [branches] scratch for propose()
         self.fallback = require_bool("fallback", fallback)
+        self.loop = require_bool("loop", loop)
+        self._copy = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] scratch: a looped draft
         self.min_match = min_match
         self.max_tokens = max_tokens
         self.occurrence = Occurrence(occurrence)
@@ -177,7 +185,8 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         (``own``); with a history, ``other`` says the same of the other index's match: the context's
         own match for a chain from the history, the history's match (each occurrence up to the end of
         its request) for a chain from the context. That match is no longer than the context's, unless
-        nothing follows its most recent occurrence there. ``adaptive`` reads it for its models of
+        nothing follows its most recent occurrence there. With ``loop``, the context's occurrences are
+        read round the loop as the draft is (the text going on as the draft). ``adaptive`` reads it for its models of
         acceptance (:mod:`lookup.acceptance`)."""
         found = self._history_match()
         length = found[0] if found is not None else int(self.sam.match()[1])
@@ -204,7 +213,13 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         support, agree = self._scratch[scratch]
         if len(support) < n:
             support, agree = self._scratch[scratch] = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-        if index.agreement(draft, support, agree) == 0:
+        # the context's own occurrences go round the loop as the draft does; the history's stop
+        # where their request did
+        if index is self.sam:
+            found = index.agreement(draft, support, agree, self.loop)
+        else:
+            found = index.agreement(draft, support, agree)
+        if found == 0:
             return None
         return Agreement(length, support[:n], agree[:n])
 
@@ -228,15 +243,19 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         n = min(budget, self.draft_length(length))
         if self.branches > 1 and n > 0:
             k = self.sam.match_ends(self._branch_ends)
-            tokens, parents = continuation_tree(self.sam.sequence, self._branch_ends[:k], n, budget)
+            tokens, parents = continuation_tree(self.sam.sequence, self._branch_ends[:k], n, budget, self.loop)
             return Draft(tokens, parents) if len(tokens) else EMPTY_DRAFT
         end = recent if self.occurrence is Occurrence.RECENT else earliest
         if self.fallback and len(self.sam) - 1 - end < n:
             # The most recent occurrence runs into the current suffix (a tight repeat): the
             # earliest one is the same match with the longest continuation there is.
             end = earliest
+        if n <= 0:
+            return EMPTY_DRAFT
+        if self.loop:
+            return Draft(self._copy[: overlapping_copy(self.sam.tokens, len(self.sam), end + 1, n, self._copy)].copy())
         # end < len - 1, so at least one real token follows; never read past the context
-        return Draft(self.sam.tokens[end + 1 : min(end + 1 + n, len(self.sam))]) if n > 0 else EMPTY_DRAFT
+        return Draft(self.sam.tokens[end + 1 : min(end + 1 + n, len(self.sam))])
 
     def params(self) -> dict:
         return {
@@ -250,4 +269,5 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             **({"history_tokens": self.history.max_tokens} if self.history is not None else {}),
             "occurrences": self.sam.occurrences,
             **({"branches": self.branches} if self.branches > 1 else {}),
+            "loop": self.loop,
         }

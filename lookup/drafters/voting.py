@@ -22,6 +22,7 @@ from lookup.base import EMPTY_DRAFT, Draft
 from lookup.params import require_bool
 from lookup.registry import register
 from lookup.indexes.automaton import SuffixAutomaton
+from lookup.indexes.loop import overlapping_copy
 from lookup.drafters.suffix_automaton import AutomatonDrafter
 
 
@@ -61,11 +62,13 @@ def vote_tree(
     decay: float,
     max_branches: int,
     budget: int,
+    loop: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Weighted trie of the continuations after ``ends`` [k] (newest first), best nodes first.
 
     Occurrence of rank r votes with weight ``decay**r`` for each prefix of its continuation
-    ``tokens[e+1 : min(e+1+max_tokens, n_tokens)]``. A node is eligible when it is among
+    ``tokens[e+1 : min(e+1+max_tokens, n_tokens)]`` (with ``loop``, ``max_tokens`` of them, round the
+    loop past the end of the text: :mod:`lookup.indexes.loop`). A node is eligible when it is among
     the ``max_branches`` best children of an eligible parent; the answer is the ``budget``
     best eligible nodes by (weight desc, depth asc, rank asc), in that order, which puts
     parents before children. Returns (tokens [b] int64, parents [b] int32, -1 = root).
@@ -80,14 +83,17 @@ def vote_tree(
     first_child = np.full(cap, -1, dtype=np.int32)
     next_sibling = np.full(cap, -1, dtype=np.int32)
     nodes = 1  # node 0 is the root (the last committed token)
+    path = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] one occurrence's continuation
     w = 1.0
     for r in range(k):
         node = 0
-        for j in range(1, max_tokens + 1):
-            pos = ends[r] + j
-            if pos >= n_tokens:
-                break
-            x = tokens[pos]
+        if loop:
+            m = overlapping_copy(tokens, n_tokens, ends[r] + 1, max_tokens, path)
+        else:
+            m = max(0, min(max_tokens, n_tokens - 1 - ends[r]))
+            path[:m] = tokens[ends[r] + 1 : ends[r] + 1 + m]
+        for j in range(1, m + 1):
+            x = path[j - 1]
             ch = first_child[node]
             while ch != -1 and tok[ch] != x:
                 ch = next_sibling[ch]
@@ -164,6 +170,8 @@ class VotingDrafter(AutomatonDrafter):
             around it, the cost profile picks how many of them to send.
         max_depth: see :class:`lookup.indexes.automaton.SuffixAutomaton`; deeper than the
             ``suffix-automaton`` default because fallbacks read shallower ancestors' rings too.
+        loop: a continuation that reaches the end of the text goes on round the loop it is one period
+            of (:mod:`lookup.indexes.loop`), instead of stopping there.
     """
 
     def __init__(
@@ -177,6 +185,7 @@ class VotingDrafter(AutomatonDrafter):
         max_branches: int = 3,
         max_depth: int = 16,
         max_nodes: int = 32,
+        loop: bool = True,
     ):
         super().__init__()
         if min_match < 1 or max_tokens < 1 or max_branches < 1 or max_nodes < 1:
@@ -192,6 +201,7 @@ class VotingDrafter(AutomatonDrafter):
         self.tree = require_bool("tree", tree)
         self.max_branches = max_branches
         self.max_nodes = max_nodes
+        self.loop = require_bool("loop", loop)
         self.sam = SuffixAutomaton(occurrences=occurrences, max_depth=max_depth)
         self._ends = np.zeros(occurrences, dtype=np.int64)  # [K] scratch for vote_state
         _warm_up()
@@ -210,7 +220,8 @@ class VotingDrafter(AutomatonDrafter):
             return EMPTY_DRAFT
         branches = self.max_branches if self.tree else 1
         limit = min(budget, self.max_nodes) if self.tree else min(budget, self.max_tokens)
-        tokens, parents = vote_tree(sam.tokens, len(sam), self._ends[:n], self.max_tokens, self.decay, branches, limit)
+        tokens, parents = vote_tree(sam.tokens, len(sam), self._ends[:n], self.max_tokens, self.decay, branches, limit,
+                                   self.loop)
         return Draft(tokens, parents if self.tree else None)
 
     def params(self) -> dict:
@@ -224,6 +235,7 @@ class VotingDrafter(AutomatonDrafter):
             "max_branches": self.max_branches,
             "max_nodes": self.max_nodes,
             "max_depth": self.sam.max_depth,
+            "loop": self.loop,
         }
 
 

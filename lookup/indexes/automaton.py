@@ -162,17 +162,18 @@ class SuffixAutomaton:
         state = self.states[self.meta[K.M_LAST], K.LINK]
         return int(K.recent_ends(self.states, state, self.meta[K.M_TOKENS] - 1, out)) if state > 0 else 0
 
-    def agreement(self, draft: np.ndarray, support: np.ndarray, agree: np.ndarray) -> int:
+    def agreement(self, draft: np.ndarray, support: np.ndarray, agree: np.ndarray, loop: bool = False) -> int:
         """How the remembered earlier occurrences of the longest match (:meth:`match_ends`) continue,
         against ``draft`` ([n] int64): per depth ``d``, ``support[d]`` occurrences continue with
         ``draft[:d]`` and have a token at ``d``, and ``agree[d]`` of them continue with ``draft[d]``
-        (both [>= n] int64, overwritten up to n; see :func:`lookup.indexes.automaton_kernels.chain_agreement`).
+        (both [>= n] int64, overwritten up to n; see :func:`lookup.indexes.automaton_kernels.chain_agreement`;
+        with ``loop`` a continuation that reaches the end of the sequence goes on round its loop).
         Returns how many occurrences were read (0 when nothing matches)."""
         if len(support) < len(draft) or len(agree) < len(draft):
             raise ValueError(f"support and agree need room for the {len(draft)} draft tokens")
         k = self.match_ends(self._ends)
         self._stops[:k] = self._n  # every continuation may run to the end of the sequence
-        K.chain_agreement(self.tokens, self._stops, self._ends, k, draft, support, agree)
+        K.chain_agreement(self.tokens, self._stops, self._ends, k, draft, support, agree, loop)
         return k
 
     def nbytes(self) -> int:

@@ -45,6 +45,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from lookup.indexes.loop import looped_token
+
 # columns of `states`
 LEN, LINK, FIRST, HEAD, COUNT, RING = 0, 1, 2, 3, 4, 5
 # indices of `meta`
@@ -330,23 +332,25 @@ def match(states: np.ndarray, meta: np.ndarray) -> tuple[int, int, int, int]:
 
 @njit(cache=True)
 def chain_agreement(tokens: np.ndarray, stops: np.ndarray, ends: np.ndarray, k: int, draft: np.ndarray,
-                    support: np.ndarray, agree: np.ndarray) -> None:
+                    support: np.ndarray, agree: np.ndarray, loop: bool = False) -> None:
     """How the continuations of ``k`` earlier occurrences (end positions ``ends[:k]``) agree with a draft.
 
     For each depth ``d`` of ``draft`` ([n]), ``support[d]`` counts the occurrences whose continuation
     equals ``draft[:d]`` and has a token at ``d``, and ``agree[d]`` those of them whose token there is
     ``draft[d]``. Occurrence ``j``'s continuation ends before ``stops[j]`` (the sequence's length, or
-    the end of the request it is in for a history of requests). ``support`` and ``agree``: [>= n];
-    the first n are overwritten.
+    the end of the request it is in for a history of requests); with ``loop`` (a sequence's own
+    occurrences, ``stops[j]`` its length), it goes on round its loop instead: past the end of the
+    text it reads the draft, as if the text went on with it (:mod:`lookup.indexes.loop`).
+    ``support`` and ``agree``: [>= n]; the first n are overwritten.
     """
     n = len(draft)
     support[:n] = 0
     agree[:n] = 0
     for j in range(k):
         start = ends[j] + 1
-        avail = min(n, stops[j] - 1 - ends[j])  # tokens that follow the occurrence, up to n
+        avail = n if loop else min(n, stops[j] - 1 - ends[j])  # tokens that follow the occurrence, up to n
         same = 0
-        while same < avail and tokens[start + same] == draft[same]:
+        while same < avail and looped_token(tokens, stops[j], draft, start + same) == draft[same]:
             same += 1
         for d in range(min(same + 1, avail)):
             support[d] += 1

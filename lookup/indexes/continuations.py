@@ -17,13 +17,15 @@ import numpy as np
 from numba import njit
 
 from lookup.indexes.heap import heap_pop, heap_push
+from lookup.indexes.loop import overlapping_copy
 
 
 def continuation_tree(sequence: np.ndarray, ends: Sequence[int], length: int,
-                      budget: int) -> tuple[np.ndarray, np.ndarray]:
+                      budget: int, loop: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The trie of the continuations ``sequence[e + 1 : e + 1 + length]`` of each end ``e`` in
     ``ends`` (newest first), cut to ``budget`` nodes: (tokens [n] int64, parents [n] int32, -1 =
-    the root, parents before children).
+    the root, parents before children). With ``loop``, a continuation that runs into the end of
+    ``sequence`` goes on round its loop to ``length`` tokens (:func:`lookup.indexes.loop.overlapping_copy`).
 
     Nodes are taken most-shared first: by how many of the continuations pass through them, ties
     going to the node of the newest occurrence, then to the shallower one. A node is never shared by
@@ -34,12 +36,13 @@ def continuation_tree(sequence: np.ndarray, ends: Sequence[int], length: int,
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     if budget <= 0 or length <= 0 or len(ends) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    return _tree(np.ascontiguousarray(sequence), ends, int(length), int(budget))
+    return _tree(np.ascontiguousarray(sequence), ends, int(length), int(budget), bool(loop))
 
 
 @njit(cache=True)
-def _tree(sequence, ends, length, budget):
+def _tree(sequence, ends, length, budget, loop):
     n_seq = len(sequence)
+    path = np.zeros(length, dtype=np.int64)  # [length] one occurrence's continuation
     cap = len(ends) * length + 1
     first_child = np.full(cap, -1, dtype=np.int64)  # the trie as first-child / next-sibling links
     next_sibling = np.full(cap, -1, dtype=np.int64)
@@ -51,8 +54,13 @@ def _tree(sequence, ends, length, budget):
     for rank in range(len(ends)):
         count[0] += 1
         node = 0
-        for pos in range(ends[rank] + 1, min(ends[rank] + 1 + length, n_seq)):
-            t = sequence[pos]
+        if loop:
+            m = overlapping_copy(sequence, n_seq, ends[rank] + 1, length, path)
+        else:
+            m = max(0, min(length, n_seq - 1 - ends[rank]))
+            path[:m] = sequence[ends[rank] + 1 : ends[rank] + 1 + m]
+        for i in range(m):
+            t = path[i]
             child, last = first_child[node], -1
             while child != -1 and token[child] != t:
                 last, child = child, next_sibling[child]

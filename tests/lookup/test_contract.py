@@ -112,7 +112,11 @@ budgets = st.integers(0, 16)
 
 
 def occurs_contiguously(run: list[int], context: list[int]) -> bool:
-    return any(context[i : i + len(run)] == run for i in range(len(context) - len(run) + 1))
+    """``run`` is copied from the context: from some start in it, going on round a loop past its end
+    (``(context + run)[i : i + len(run)] == run`` for an ``i`` inside the context; a plain run of the
+    context is one that never reaches its end)."""
+    text = context + run
+    return not run or any(text[i : i + len(run)] == run for i in range(len(context)))
 
 
 def paths(draft: Draft) -> list[list[int]]:
@@ -132,7 +136,8 @@ def same(a: Draft, b: Draft) -> bool:
 
 
 def check_wellformed(draft: Draft, budget: int, context: list[int] | None, runs: bool = True) -> None:
-    """A valid draft within budget; with ``context``, every path is a run of it (lookup only), or
+    """A valid draft within budget; with ``context``, every path is a run of it, or of its loop (lookup
+    only), or
     without ``runs`` (``NOT_RUNS``) every token is one of its tokens."""
     assert isinstance(draft, Draft)
     assert len(draft) <= max(budget, 0)
@@ -140,7 +145,7 @@ def check_wellformed(draft: Draft, budget: int, context: list[int] | None, runs:
     assert draft.tokens.dtype == np.int64
     for path in paths(draft) if context is not None else []:
         if runs:
-            assert occurs_contiguously(path, context), f"{path} is not a run of the context"
+            assert occurs_contiguously(path, context), f"{path} is not a run of the context (or of its loop)"
         else:
             assert set(path) <= set(context), f"{path} has tokens that are not in the context"
 

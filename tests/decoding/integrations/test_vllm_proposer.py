@@ -156,7 +156,8 @@ def test_rows_in_prefill_get_no_draft_and_do_not_count():
     proposer = DrafterProposer(drafter="suffix-automaton", num_speculative_tokens=K)
     ids = np.zeros((2, 20), dtype=np.int32)
     ids[0, :6] = [1, 2, 3, 1, 2, 3]
-    assert proposer.propose([[3], []], np.array([6, 0]), ids) == [[1, 2, 3], []]
+    # the match "1 2 3" is followed by one period of the loop; the draft goes round it (K tokens)
+    assert proposer.propose([[3], []], np.array([6, 0]), ids) == [[1, 2, 3, 1], []]
     assert proposer.resets == 1
 
 

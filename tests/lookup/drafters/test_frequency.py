@@ -19,17 +19,20 @@ def brute_ends(seq: list[int], length: int, k: int) -> list[int]:
     return [e for e in range(n - 2, length - 2, -1) if seq[e - length + 1: e + 1] == suffix][:k]
 
 
-def brute_path(seq: list[int], ends: list[int], cap: int, min_prob: float) -> tuple[list[int], float]:
+def brute_path(seq: list[int], ends: list[int], cap: int, min_prob: float,
+               loop: bool = False) -> tuple[list[int], float]:
     """Most voted next token among the occurrences that agree so far; where they branch, the current
-    position and those that stopped short count too."""
+    position and those that stopped short count too. With ``loop`` the text read is the sequence
+    followed by the draft so far, so no occurrence stops short."""
     draft: list[int] = []
     alive, count, prob, score = list(ends), len(ends) + 1, 1.0, 0.0
     while len(draft) < cap and count:
+        text = seq + draft if loop else seq
         votes: dict[int, int] = {}
         oldest: dict[int, int] = {}
         for r, e in enumerate(alive):
-            if e + 1 + len(draft) < len(seq):
-                x = seq[e + 1 + len(draft)]
+            if e + 1 + len(draft) < len(text):
+                x = text[e + 1 + len(draft)]
                 votes[x] = votes.get(x, 0) + 1
                 oldest[x] = r
         if not votes:
@@ -40,24 +43,29 @@ def brute_path(seq: list[int], ends: list[int], cap: int, min_prob: float) -> tu
             break
         prob *= share
         score += prob
-        alive = [e for e in alive if e + 1 + len(draft) < len(seq) and seq[e + 1 + len(draft)] == best]
+        alive = [e for e in alive if e + 1 + len(draft) < len(text) and text[e + 1 + len(draft)] == best]
         draft.append(best)
         count = votes[best]
     return draft, score
 
 
-def brute_draft(seq, min_match, max_tokens, factor, offset, min_prob, k) -> list[int]:
+def brute_draft(seq, min_match, max_tokens, factor, offset, min_prob, k, loop=False) -> list[int]:
     """Every match length from the longest down; the best score wins, the longer match on ties."""
-    best, best_score = [], 0.0
+    return brute_choice(seq, min_match, max_tokens, factor, offset, min_prob, k, loop)[0]
+
+
+def brute_choice(seq, min_match, max_tokens, factor, offset, min_prob, k, loop=False) -> tuple[list[int], int]:
+    """(the draft, the match length it was drafted after: the longest of its state's, 0 for none)."""
+    best, best_score, best_m = [], 0.0, 0
     for m in range(len(seq) - 1, min_match - 1, -1):
         ends = brute_ends(seq, m, k)
         if not ends:
             continue
         cap = min(max_tokens, int(m * factor + offset + 1e-6))
-        draft, score = brute_path(seq, ends, cap, min_prob)
+        draft, score = brute_path(seq, ends, cap, min_prob, loop)
         if draft and score > best_score:
-            best, best_score = draft, score
-    return best
+            best, best_score, best_m = draft, score, m
+    return best, best_m
 
 
 @st.composite
@@ -71,6 +79,7 @@ def frequency_case(draw):
         spec_offset=draw(st.sampled_from([0.0, 1.0])),
         min_prob=draw(st.sampled_from([0.0, 0.1, 0.3])),
         occurrences=draw(st.integers(1, 6)),
+        loop=draw(st.booleans()),
     )
     return seq, params
 
@@ -84,7 +93,7 @@ def test_draft_equals_brute_force(case, budget):
     d.reset(seq[: max(split, 1)])
     d.extend(seq[max(split, 1):])
     want = brute_draft(seq, params["min_match"], min(budget, params["max_tokens"]), params["spec_factor"],
-                       params["spec_offset"], params["min_prob"], params["occurrences"])
+                       params["spec_offset"], params["min_prob"], params["occurrences"], params["loop"])
     assert d.propose(budget).tokens.tolist() == (want if budget > 0 else [])
 
 
@@ -118,3 +127,41 @@ def test_spec_factor_caps_short_matches():
 def test_bad_params_raise(kwargs):
     with pytest.raises(ValueError):
         FrequencyDrafter(**kwargs)
+
+
+def brute_votes(seq: list[int], ends: list[int], draft: list[int], loop: bool) -> tuple[list[int], list[int]]:
+    """Per depth d: the occurrences that followed ``draft[:d]`` and have a token at d (they vote), and
+    those that vote for ``draft[d]``; with ``loop`` read on into the draft."""
+    text = seq + draft if loop else seq
+    support, agree = [0] * len(draft), [0] * len(draft)
+    for e in ends:
+        for d in range(len(draft)):
+            if e + 1 + d >= len(text) or text[e + 1 : e + 1 + d] != draft[:d]:
+                break
+            support[d] += 1
+            agree[d] += text[e + 1 + d] == draft[d]
+    return support, agree
+
+
+@settings(max_examples=200, deadline=None)
+@given(frequency_case(), st.integers(1, 10))
+def test_evidence_is_the_votes_of_the_chosen_match(case, budget):
+    """What ``adaptive`` reads of a frequency draft: the match it was drafted after and, per depth, how
+    many of that match's occurrences voted and how many voted for the draft's token."""
+    seq, params = case
+    d = FrequencyDrafter(max_depth=UNBOUNDED, **params)
+    d.reset(seq)
+    draft = d.propose(budget)
+    want, m = brute_choice(seq, params["min_match"], min(budget, params["max_tokens"]), params["spec_factor"],
+                           params["spec_offset"], params["min_prob"], params["occurrences"], params["loop"])
+    evidence = d.evidence(draft)
+    assert draft.tokens.tolist() == want
+    if not want:
+        return
+    # the state's longest length: brute force finds the longest m with the same occurrences
+    assert evidence.match_length >= m and evidence.own is not None
+    ends = brute_ends(seq, evidence.match_length, params["occurrences"])
+    assert ends == brute_ends(seq, m, params["occurrences"])
+    support, agree = brute_votes(seq, ends, want, params["loop"])
+    assert evidence.own.support.tolist() == support and evidence.own.agree.tolist() == agree
+    assert d.match_length() == evidence.match_length

@@ -16,7 +16,7 @@ import lookup
 from pldcore.setting import reference_setting
 from lookup.base import Draft, Drafter
 from pldcore.cost import CPU_SMOLLM2, CostProfile
-from lookup.drafters.recycling import DEFAULT_BRANCHES, MAX_DEPTH, PRIOR_CHAIN, RecyclingDrafter
+from lookup.drafters.recycling import DEFAULT_BASE_PARAMS, DEFAULT_BRANCHES, MAX_DEPTH, PRIOR_CHAIN, RecyclingDrafter
 
 
 def brute_force_probs(d: RecyclingDrafter, chain, last: int, limit: int) -> list[float]:
@@ -188,7 +188,10 @@ def test_the_match_length_is_the_lookup_drafters():
 def test_branches_send_every_occurrences_continuation_and_learn_which_rank_is_right():
     # [5, 6] occurred three times, continued by 1, 2 and 3; the truth is always the oldest (3)
     prompt = [5, 6, 3, 7, 5, 6, 2, 8, 5, 6, 1, 9, 5, 6]
-    d = RecyclingDrafter(branches=4, max_nodes=16, setting=reference_setting(CostProfile.flat(64)))
+    # continuations that stop at the end of the text (round the loop, the newest one's nodes would
+    # fill the budget before its siblings)
+    d = RecyclingDrafter(branches=4, max_nodes=16, setting=reference_setting(CostProfile.flat(64)),
+                         base_params={**DEFAULT_BASE_PARAMS, "loop": False})
     d.reset(prompt)
     draft = d.propose(16)
     roots = [int(t) for t, p in zip(draft.tokens, draft.parents) if p < 0]
@@ -205,8 +208,10 @@ def test_branches_send_every_occurrences_continuation_and_learn_which_rank_is_ri
 def test_branches_default_to_a_tree_for_the_suffix_automaton_and_to_the_base_s_draft_otherwise():
     prompt = [5, 6, 3, 7, 5, 6, 2, 8, 5, 6]
     # not cost-aware: the whole tree, as the budget allows
-    chain = RecyclingDrafter(setting=reference_setting(), branches=1, cost_aware=False)
-    tree = RecyclingDrafter(setting=reference_setting(), cost_aware=False)
+    # continuations that stop at the end of the text, so that both fit in the budget
+    no_loop = {**DEFAULT_BASE_PARAMS, "loop": False}
+    chain = RecyclingDrafter(setting=reference_setting(), branches=1, cost_aware=False, base_params=no_loop)
+    tree = RecyclingDrafter(setting=reference_setting(), cost_aware=False, base_params=no_loop)
     for d in (chain, tree):
         d.reset(prompt)
     assert tree.params()["branches"] == DEFAULT_BRANCHES and tree.base.params()["branches"] == DEFAULT_BRANCHES

@@ -153,10 +153,11 @@ def test_out_of_range_ids_raise_and_change_nothing(bad):
     assert sam.match()[1:3] == (1, 4) and len(sam) == 7  # the top id matched its earlier self
 
 
-def reference_draft(seq, budget, min_match, max_tokens, occurrence, rule, fallback) -> list[int]:
+def reference_draft(seq, budget, min_match, max_tokens, occurrence, rule, fallback, loop=False) -> list[int]:
     """The documented rule, from brute force: copy what followed the chosen occurrence of the
     longest earlier match, ``n = min(budget, length rule)`` tokens; with ``fallback``, when the
-    chosen occurrence is followed by fewer than ``n`` tokens, copy from the earliest one instead."""
+    chosen occurrence is followed by fewer than ``n`` tokens, copy from the earliest one instead;
+    with ``loop``, copy from a text that grows by what it copies (round the loop)."""
     length, recent, earliest = brute_match(seq)
     if length < min_match or budget <= 0:
         return []
@@ -165,7 +166,10 @@ def reference_draft(seq, budget, min_match, max_tokens, occurrence, rule, fallba
     end = recent if occurrence == "recent" else earliest
     if fallback and len(seq) - 1 - end < n:
         end = earliest
-    return seq[end + 1 : end + 1 + n]
+    text = list(seq)
+    for i in range(n if loop else 0):
+        text.append(text[end + 1 + i])
+    return text[end + 1 : end + 1 + n]
 
 
 @settings(max_examples=120, deadline=None)
@@ -177,24 +181,27 @@ def reference_draft(seq, budget, min_match, max_tokens, occurrence, rule, fallba
     st.sampled_from(["recent", "earliest"]),
     st.sampled_from([None, (1.0, 1.0), (0.5, 0.0)]),
     st.booleans(),
+    st.booleans(),
 )
-def test_drafter_copies_the_continuation_of_the_chosen_occurrence(data, budget, min_match, max_tokens, occurrence, rule, fallback):
+def test_drafter_copies_the_continuation_of_the_chosen_occurrence(data, budget, min_match, max_tokens, occurrence, rule,
+                                                                  fallback, loop):
     seq, chunks = data
     d = SuffixAutomatonDrafter(min_match=min_match, max_tokens=max_tokens, occurrence=occurrence, length_rule=rule,
-                               max_depth=UNBOUNDED, fallback=fallback)
+                               max_depth=UNBOUNDED, fallback=fallback, loop=loop)
     d.reset(chunks[0] if chunks else [])
     for chunk in chunks[1:]:
         d.extend(chunk)
     draft = d.propose(budget)
-    assert draft.tokens.tolist() == reference_draft(seq, budget, min_match, max_tokens, occurrence, rule, fallback)
+    assert draft.tokens.tolist() == reference_draft(seq, budget, min_match, max_tokens, occurrence, rule, fallback, loop)
     assert draft.parents is None
 
 
 @settings(max_examples=60, deadline=None)
-@given(chunked_sequences(max_len=60), st.integers(0, 12), st.integers(2, 5), st.integers(1, 8))
-def test_branches_draft_the_tree_of_the_most_recent_occurrences_continuations(data, budget, branches, max_tokens):
+@given(chunked_sequences(max_len=60), st.integers(0, 12), st.integers(2, 5), st.integers(1, 8), st.booleans())
+def test_branches_draft_the_tree_of_the_most_recent_occurrences_continuations(data, budget, branches, max_tokens, loop):
     seq, chunks = data
-    d = SuffixAutomatonDrafter(max_tokens=max_tokens, length_rule=None, max_depth=UNBOUNDED, branches=branches)
+    d = SuffixAutomatonDrafter(max_tokens=max_tokens, length_rule=None, max_depth=UNBOUNDED, branches=branches,
+                               loop=loop)
     d.reset(chunks[0] if chunks else [])
     for chunk in chunks[1:]:
         d.extend(chunk)
@@ -203,7 +210,7 @@ def test_branches_draft_the_tree_of_the_most_recent_occurrences_continuations(da
     # the most recent `branches` earlier ends of the longest match, newest first
     ends = [e for e in range(len(seq) - 2, -1, -1)
             if length and e + 1 >= length and seq[e + 1 - length : e + 1] == seq[len(seq) - length :]][:branches]
-    want = continuation_tree(np.asarray(seq, dtype=np.int64), ends, min(budget, max_tokens), budget) if ends else None
+    want = continuation_tree(np.asarray(seq, dtype=np.int64), ends, min(budget, max_tokens), budget, loop) if ends else None
     if want is None or budget == 0:
         assert len(draft) == 0
     else:
@@ -224,7 +231,7 @@ def test_branches_draft_the_tree_of_the_most_recent_occurrences_continuations(da
     ],
 )
 def test_fallback_copies_from_the_earliest_occurrence_when_the_recent_one_runs_out(seq, budget, fallback, want):
-    d = SuffixAutomatonDrafter(min_match=1, max_tokens=budget, length_rule=None, fallback=fallback)
+    d = SuffixAutomatonDrafter(min_match=1, max_tokens=budget, length_rule=None, fallback=fallback, loop=False)
     d.reset(seq)
     assert d.propose(budget).tokens.tolist() == want
 
@@ -256,11 +263,13 @@ def brute_ends(seq: list[int], k: int) -> list[int]:
     return ends(longest)[:k] if longest else []
 
 
-def brute_agreement(seq, ends, draft):
-    """Per depth d: occurrences whose continuation is draft[:d] with a token at d, and those with draft[d] there."""
+def brute_agreement(seq, ends, draft, loop=False):
+    """Per depth d: occurrences whose continuation is draft[:d] with a token at d, and those with draft[d] there;
+    with ``loop``, continuations read on into the draft as if the text went on with it."""
     support, agree = [0] * len(draft), [0] * len(draft)
+    text = list(seq) + list(draft) if loop else seq
     for e in ends:
-        after = seq[e + 1 : e + 1 + len(draft)]
+        after = text[e + 1 : e + 1 + len(draft)]
         for d in range(len(after)):
             if after[:d] == list(draft[:d]):
                 support[d] += 1
@@ -292,13 +301,13 @@ def source_of(d: SuffixAutomatonDrafter) -> str:
 
 
 @settings(max_examples=120, deadline=None)
-@given(chunked_sequences(max_len=60), st.integers(1, 8), st.lists(st.integers(0, 4), max_size=6))
-def test_match_ends_and_chain_agreement_equal_brute_force(data, occurrences, tail):
+@given(chunked_sequences(max_len=60), st.integers(1, 8), st.lists(st.integers(0, 4), max_size=6), st.booleans())
+def test_match_ends_and_chain_agreement_equal_brute_force(data, occurrences, tail, loop):
     """The automaton remembers the most recent occurrences of its match; the drafter's chain agreement
     counts, per depth, those that follow the draft so far and those that go on with its token."""
     seq, chunks = data
     # no fallback: the draft copies the most recent occurrence, as adaptive's default base does
-    d = SuffixAutomatonDrafter(max_depth=UNBOUNDED, occurrences=occurrences, fallback=False)
+    d = SuffixAutomatonDrafter(max_depth=UNBOUNDED, occurrences=occurrences, fallback=False, loop=loop)
     d.reset(chunks[0] if chunks else [])
     for chunk in chunks[1:]:
         d.extend(chunk)
@@ -310,7 +319,7 @@ def test_match_ends_and_chain_agreement_equal_brute_force(data, occurrences, tai
         found = chain_agreement(d, np.array(draft, dtype=np.int64))
         if want:
             assert want[0] == d.sam.match()[2]
-            assert [a.tolist() for a in found] == list(brute_agreement(seq, want, draft))
+            assert [a.tolist() for a in found] == list(brute_agreement(seq, want, draft, loop))
         else:
             assert found is None
     if want and own:

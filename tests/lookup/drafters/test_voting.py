@@ -33,13 +33,21 @@ def brute_voters(seq: list[int], min_match: int, min_votes: int, k: int) -> list
     return ends(min_match)
 
 
-def continuations(seq: list[int], voters: list[int], max_tokens: int) -> list[list[int]]:
-    return [seq[e + 1 : e + 1 + max_tokens] for e in voters]
+def continuations(seq: list[int], voters: list[int], max_tokens: int, loop: bool = False) -> list[list[int]]:
+    """What follows each voter, up to ``max_tokens``; with ``loop``, from a text that grows by what it
+    copies (round the loop past the end of the text)."""
+    out = []
+    for e in voters:
+        text = list(seq)
+        for i in range(max_tokens if loop else 0):
+            text.append(text[e + 1 + i])
+        out.append(text[e + 1 : e + 1 + max_tokens])
+    return out
 
 
-def brute_chain(seq, voters, max_tokens, decay, budget) -> list[int]:
+def brute_chain(seq, voters, max_tokens, decay, budget, loop=False) -> list[int]:
     """Greedy: at each position the token with most (decayed) votes among agreeing voters, ties to recent."""
-    conts = continuations(seq, voters, max_tokens)
+    conts = continuations(seq, voters, max_tokens, loop)
     weights = [decay**r for r in range(len(voters))]
     chain: list[int] = []
     while len(chain) < min(budget, max_tokens):
@@ -56,9 +64,9 @@ def brute_chain(seq, voters, max_tokens, decay, budget) -> list[int]:
     return chain
 
 
-def brute_tree(seq, voters, max_tokens, decay, max_branches, budget) -> tuple[list[int], list[int]]:
+def brute_tree(seq, voters, max_tokens, decay, max_branches, budget, loop=False) -> tuple[list[int], list[int]]:
     """All continuation prefixes scored, top max_branches per parent, best budget nodes by sort."""
-    conts = continuations(seq, voters, max_tokens)
+    conts = continuations(seq, voters, max_tokens, loop)
     weight: dict[tuple, float] = {}
     creator: dict[tuple, int] = {}
     for r, c in enumerate(conts):
@@ -102,6 +110,7 @@ def voting_case(draw):
         min_votes=draw(st.integers(1, occurrences)),
         decay=draw(st.sampled_from([1.0, 0.5, 0.8])),
         max_branches=draw(st.integers(1, 3)),
+        loop=draw(st.booleans()),
     )
     split = draw(st.integers(0, len(seq)))
     return seq, split, params
@@ -135,7 +144,8 @@ def test_chain_equals_brute_force_vote(case, budget):
     voters = brute_voters(seq, params["min_match"], params["min_votes"], params["occurrences"])
     draft = d.propose(budget)
     assert draft.parents is None
-    assert draft.tokens.tolist() == brute_chain(seq, voters, params["max_tokens"], params["decay"], budget)
+    assert draft.tokens.tolist() == brute_chain(seq, voters, params["max_tokens"], params["decay"], budget,
+                                                params["loop"])
 
 
 @settings(max_examples=150, deadline=None)
@@ -145,7 +155,8 @@ def test_tree_equals_brute_force_and_is_valid(case, budget):
     d = built(seq, split, params, tree=True)
     voters = brute_voters(seq, params["min_match"], params["min_votes"], params["occurrences"])
     draft = d.propose(budget)
-    tokens, parents = brute_tree(seq, voters, params["max_tokens"], params["decay"], params["max_branches"], budget)
+    tokens, parents = brute_tree(seq, voters, params["max_tokens"], params["decay"], params["max_branches"], budget,
+                                 params["loop"])
     assert draft.tokens.tolist() == tokens
     assert (draft.parents.tolist() if draft.parents is not None else []) == parents
     # structural validity, independent of the reference

@@ -10,6 +10,14 @@ from hypothesis import strategies as st
 from lookup.indexes.continuations import continuation_tree
 
 
+def naive_loop(sequence: list[int], start: int, n: int) -> np.ndarray:
+    """The ``n`` tokens from ``start`` of a text that grows by what it copies (an LZ77 overlap)."""
+    text = list(sequence)
+    for i in range(n if start < len(sequence) else 0):
+        text.append(text[start + i])
+    return np.asarray(text[len(sequence):], dtype=np.int64)
+
+
 def paths(tokens: np.ndarray, parents: np.ndarray) -> list[tuple[int, ...]]:
     """Each node's path of tokens from the root."""
     out: list[tuple[int, ...]] = []
@@ -23,12 +31,14 @@ def paths(tokens: np.ndarray, parents: np.ndarray) -> list[tuple[int, ...]]:
     data=st.data(),
     length=st.integers(1, 8),
     budget=st.integers(0, 30),
+    loop=st.booleans(),
 )
-def test_the_tree_is_the_most_shared_prefixes_of_the_continuations(sequence, data, length, budget):
+def test_the_tree_is_the_most_shared_prefixes_of_the_continuations(sequence, data, length, budget, loop):
     seq = np.asarray(sequence, dtype=np.int64)
     ends = data.draw(st.lists(st.integers(0, len(seq) - 1), unique=True, max_size=6))
-    tokens, parents = continuation_tree(seq, ends, length, budget)
-    conts = [tuple(seq[e + 1 : e + 1 + length].tolist()) for e in ends]
+    tokens, parents = continuation_tree(seq, ends, length, budget, loop)
+    conts = [tuple((naive_loop(sequence, e + 1, length) if loop else seq[e + 1 : e + 1 + length]).tolist())
+             for e in ends]
     # every distinct non-empty prefix, with how many continuations share it
     shared: dict[tuple[int, ...], int] = {}
     for c in conts:
