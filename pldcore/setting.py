@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from pldcore.cost import CPU_SMOLLM2, CostProfile
 from pldcore.errors import PLDError
 from pldcore.fits import DEFAULT_MODEL, GREEDY_REGIME, Fits, fits_for
+
+
+_REGIME_NAME = re.compile(r"t(?P<t>[0-9.e+-]+?)(?:-k(?P<k>[0-9]+))?(?:-p(?P<p>[0-9.e+-]+))?")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,22 @@ class Regime:
             return GREEDY_REGIME
         return (f"t{self.temperature:g}" + (f"-k{self.top_k}" if self.top_k else "")
                 + (f"-p{self.top_p:g}" if self.top_p < 1.0 else ""))
+
+    @classmethod
+    def from_name(cls, name: str) -> "Regime":
+        """The regime :attr:`name` names (``"greedy"``, ``"t1"``, ``"t0.7-k50-p0.9"``); a PLDError otherwise."""
+        if name == GREEDY_REGIME:
+            return cls()
+        match = _REGIME_NAME.fullmatch(str(name))
+        if match is None:
+            raise PLDError(f"{name!r} names no regime (greedy, or t<temperature>[-k<top_k>][-p<top_p>])")
+        try:
+            regime = cls(float(match["t"]), int(match["k"] or 0), float(match["p"] or 1.0))
+        except (PLDError, ValueError) as exc:
+            raise PLDError(f"{name!r} names no regime ({exc})") from None
+        if regime.greedy or regime.name != name:
+            raise PLDError(f"{name!r} names no regime (write it as {regime.name!r})")
+        return regime
 
     def describe(self) -> str:
         """``"greedy"`` or ``"temperature 1.0, top-k 50, top-p 0.9"`` (what a figure must name)."""

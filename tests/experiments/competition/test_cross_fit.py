@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from toys_competition import QUICK, make_trace_folder  # tests/experiments/competition is on sys.path
 
 import lookup
-from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, halves, in_order, load_trace_sets, subset,
-                                          traces_setting)
+from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, halves, in_order, load_trace_sets,
+                                          sampling_of, subset, traces_setting)
+from pldcore.setting import Regime
 from experiments.competition import cross_fit, render
 from experiments.competition import entries as lb
 from experiments.competition.board import Board
@@ -160,7 +161,8 @@ def test_a_second_models_adaptive_is_cross_fitted_on_its_own_models_benchmark():
 
     for path in fits_module.shipped():
         fit = fits_module.Fits.load(path)
-        case = TraceCase("t/0", "t", 1, [1], [2], [], fit.model, 8, [], 1)
+        regime = Regime.from_name(fit.regime)  # a sampled fit: cases sampled in its regime
+        case = TraceCase("t/0", "t", 1, [1], [2], [], fit.model, 8, [], 1, sampling=sampling_of(regime, 0))
         sets = [TraceSet(Path("/x/t-n1.jsonl.gz"), "t", [case], CPU_SMOLLM2)]
         adaptive = SimpleNamespace(source={"kind": "builtin", "name": "adaptive"}, params={})
         assert _fitted_on(adaptive, sets) == fit.benchmark

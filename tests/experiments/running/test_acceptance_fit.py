@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from experiments.benchmarks.traces import TraceCase, TraceSet, append_case
-from experiments.benchmarks.traces import benchmark_hash, load_trace_sets, shipped_benchmarks
+from experiments.benchmarks.traces import benchmark_hash, load_trace_sets, regime_folder, shipped_benchmarks
 from experiments.running import acceptance_fit
 from experiments.running.acceptance_fit import FEATURES, _Collector, collect, fit, fits_of, held_out
 from lookup.acceptance import WITH_HISTORY, first_token, later_nodes
-from pldcore.setting import reference_setting
+from pldcore.setting import Regime, reference_setting
 from pldcore.fits import Fits
 from pldcore import fits as fits_module
 from lookup.base import SOURCES, Agreement, Draft, Drafter, Evidence
@@ -168,9 +168,11 @@ def test_each_shipped_fit_is_the_fit_of_its_models_shipped_benchmark_byte_for_by
     ``python experiments/traces.py fit-acceptance --benchmark MODEL --write`` and commit the file it writes."""
     shipped = fits_module.Fits.load(path)
     assert shipped.model in shipped_benchmarks(), f"{path.name}: a fit of a model without a shipped benchmark"
-    sets = load_trace_sets(shipped_benchmarks()[shipped.model])
+    # a sampled regime's fit: the model's sampled benchmark of that regime (data/<model>/<regime>/)
+    regime = Regime.from_name(shipped.regime)
+    sets = load_trace_sets(regime_folder(shipped_benchmarks()[shipped.model], regime))
     assert shipped.benchmark == benchmark_hash(sets), "the shipped fit was made on another benchmark"
     assert shipped.settings == acceptance_fit.settings(), "the priors or the collecting drafter changed since the fit"
-    fits = fits_of(collect(sets), sets[0].path.parent.name, benchmark_hash(sets))
+    fits = fits_of(collect(sets), acceptance_fit.model_of(sets), benchmark_hash(sets), regime)
     assert shipped.path.name == fits_module.file_name(fits.model, fits.benchmark)
     assert fits.to_json() == shipped.path.read_text()

@@ -232,4 +232,4 @@ def test_the_explain_command_prices_by_another_profile(tmp_path, capsys):
     assert traces.main([*args, "--profile", str(tmp_path / "bad.json")]) == 2
     assert "is not a cost profile" in capsys.readouterr().err
     assert traces.main([*args, "--profile", str(tmp_path)]) == 2  # a folder
-    assert "cannot read" in capsys.readouterr().err
+    assert "is not a readable cost profile" in capsys.readouterr().err
