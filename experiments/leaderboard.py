@@ -58,7 +58,7 @@ from pldcore.names import unknown_name  # noqa: E402
 from pldcore.params import MAX_PARAMS_BYTES, MAX_PARAMS_DEPTH, check_params  # noqa: E402
 from experiments.benchmarks.untrusted import parse_json  # noqa: E402
 from lookup.specs import parse_spec  # noqa: E402
-from experiments.own_board import OwnBoard, default_board, timed  # noqa: E402
+from experiments.competition.own_board import OwnBoard, default_board, timed  # noqa: E402
 from experiments.running.cases import check_prompts  # noqa: E402
 
 
@@ -398,7 +398,7 @@ def _fresh_seed(args, board: Board) -> Board:
 
 
 def _build_own(args, board: Board) -> int:
-    """``build --model``: record, profile, fit, board (:mod:`experiments.own_board`), saying up front how
+    """``build --model``: record, profile, fit, board (:mod:`experiments.competition.own_board`), saying up front how
     long and after each step how long it took."""
     if args.traces or args.benchmark:
         raise PLDError("--model records its own benchmark: give --model or --traces/--benchmark, not both")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from experiments import leaderboard as cli
-from experiments import own_board
+from experiments.competition import own_board
 from experiments.benchmarks.traces import FITS_FILE, load_trace_sets, traces_setting
 from pldcore.cost import CPU_SMOLLM2
 from pldcore.fits import default_fits
