@@ -224,6 +224,19 @@ def _spec(name: str, params: dict) -> DrafterSpec:
     return DrafterSpec(name, name, dict(params), lookup.get(name))
 
 
+def _shared_run(submission, track: Track) -> tuple | None:
+    """What one run of ``submission`` can serve every track of (its draft budget and regime), when the
+    entry is one of ours (a built-in or a peer, code we ship) that plans nothing (``uses_setting`` false):
+    its drafts do not depend on the profile, so a track prices the same run's steps under its own
+    (:func:`~experiments.competition.scoring.track_scores`). None for a submission's file: what its class
+    does with the setting is not the parent's to assume."""
+    if submission.source.get("kind") != "builtin":
+        return None
+    if _spec(submission.source["name"], submission.params).uses_setting:
+        return None
+    return track.draft_budget, track.regime
+
+
 def _fitted_on(submission, sets) -> str | None:
     """The benchmark a built-in entry's fitted numbers come from, built as the sandbox builds it: for
     the benchmark's setting (so a second model's entry reads that model's fit)."""
@@ -283,7 +296,19 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
     evaluation = run(submission)
     entry = make_entry(evaluation, kind, info["hash"], limits, public=public)
     if evaluation.ok:
-        entry["tracks"] = {track.name: gpu_track(run(submission, track), track, entry, info["hash"], public)
+        shared: dict[tuple, Evaluation] = {}
+
+        def track_run(track: Track) -> Evaluation:
+            # an entry of ours that plans nothing drafts the same under every profile of one draft budget
+            # and regime: one run serves those tracks, each pricing its steps under its own profile
+            key = _shared_run(submission, track)
+            if key is None:
+                return run(submission, track)
+            if key not in shared:
+                shared[key] = run(submission, track)
+            return shared[key]
+
+        entry["tracks"] = {track.name: gpu_track(track_run(track), track, entry, info["hash"], public)
                            for track in (BUILD_TRACKS if tracks is None else tracks)}
         flat = entry["tracks"][GPU_PROFILE_TRACK] if GPU_PROFILE_TRACK in entry["tracks"] else None
         if flat is not None and flat["status"] == "ok":  # the GPU column: the flat track's own run

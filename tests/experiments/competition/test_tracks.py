@@ -109,6 +109,34 @@ def test_an_entry_scored_before_a_track_existed_is_scored_again(tmp_path, sets, 
     assert [set(e["tracks"]) for e in again] == [{"flat"}]
 
 
+def test_an_entry_that_plans_nothing_is_run_once_for_the_tracks_of_one_budget(tmp_path, sets, traces, monkeypatch):
+    """suffix-automaton drafts alike under every profile: the flat and h100-8b tracks (one draft budget)
+    price one run; recycling plans under each track's profile: a run each."""
+    monkeypatch.setattr(lb, "BUILD_TRACKS", GPU_TRACKS)
+    runs: list[tuple[str, str]] = []
+    real = lb.evaluate
+
+    def counted(submission, sets, limits, **kwargs):
+        profile = kwargs.get("profile")
+        runs.append((submission.name, "cpu" if profile is None else profile.model))
+        return real(submission, sets, limits, **kwargs)
+
+    monkeypatch.setattr(lb, "evaluate", counted)
+    board = Board(tmp_path)
+    info = benchmark_info(sets, traces)
+    lb.ensure_oracle(board, sets, info)
+    for name in ("suffix-automaton", "recycling"):
+        lb.run_submission(board, Submission.builtin(name), sets, info, "baseline", QUICK)
+    assert [r for r in runs if r[0] == "suffix-automaton"].__len__() == 2  # cpu, and one for both GPU tracks
+    assert [r for r in runs if r[0] == "recycling"].__len__() == 3  # cpu, flat, h100-8b
+    shown = {e.name: e for e in board.entries(info["hash"])}
+    fixed = shown["suffix-automaton"].tracks
+    assert fixed["flat"].ok and fixed["h100-8b"].ok
+    # one run, two prices: the same drafts, other forward costs
+    assert [g.tau for g in fixed["flat"].groups.values()] == [g.tau for g in fixed["h100-8b"].groups.values()]
+    assert fixed["flat"].score != fixed["h100-8b"].score
+
+
 # -- the top-k bound ---------------------------------------------------------------------------------------
 def brute_topk_runs(seq, start, top, cap):
     """The bound by its definition: the lookup run, then on while the next token is in the row that
