@@ -24,7 +24,7 @@ from experiments.competition.loader import entry_of, load_entries
 from experiments.competition.records import Entry
 from experiments.competition.cross_fit import cross_fitted, folds
 from experiments.competition.sandbox import Disqualified, Evaluation, Sandbox, Submission, evaluate
-from experiments.competition.scoring import (CPU_TRACK, GPU_TRACKS, ORACLE_CAP, Track, entry_scores, oracle_rows,
+from experiments.competition.scoring import (BOARD_TRACKS, CPU_TRACK, GPU_TRACKS, ORACLE_CAP, Track, entry_scores, oracle_rows,
                                              oracle_track, replay_scores, track_scores)
 from experiments.competition.text import clean, clean_block, portable_refusal
 from experiments.running.explain import pool_losses
@@ -200,7 +200,7 @@ def oracle_entry(sets, benchmark: str) -> dict:
 GPU_PROFILE_TRACK = "flat"
 #: the GPU tracks a build scores every entry on (each one more replay of the benchmark per entry;
 #: the competition's tests narrow it where tracks are not what they check)
-BUILD_TRACKS: tuple[Track, ...] = GPU_TRACKS
+BUILD_TRACKS: tuple[Track, ...] = BOARD_TRACKS
 #: the kinds of entry whose code ships with pld-lab (ours, and our ports of the peers)
 TRUSTED_KINDS = ("baseline", "peer")
 #: their per-call limit, as a multiple of a submission's. A call's time counts in the score either

@@ -28,6 +28,12 @@ DOCS_LINK = "../docs/competition.md"
 PLOT_TOP = 9
 
 
+#: what a batch track (``-b<B>``) prices, said under the GPU tracks
+BATCH_NOTE = (" A batch track (h100-8b-b32, h100-8b-b128) is a server running that many requests at once"
+              " (weights read once a step, each request's cache and FLOPs its own: docs/hardware.md); each"
+              " request's drafter time counts batch / 8 times in a step, as a server drafts its batch over 8 threads.")
+
+
 def _x(value) -> str:
     return f"{value:.3f}x" if isinstance(value, (int, float)) else "-"
 
@@ -397,7 +403,7 @@ def markdown(entries: Sequence[Entry], info: dict) -> str:
                   "Each entry replayed again per track, its cost-aware drafters planning under the track's profile"
                   " (`docs/hardware.md`) with drafts of up to 63 nodes, and priced under it; the oracle's runs are"
                   " priced the same way. Ours and the peers in one ranking; *of oracle gain* per track and group."
-                  + (" On the public benchmark's cases." if has_fresh(entries) else ""),
+                  + (" On the public benchmark's cases." if has_fresh(entries) else "") + BATCH_NOTE,
                   *track_lines(everything, info, md, markdown=True)]
     dq, pending = split_pending(dq)
     if pending:
@@ -624,8 +630,8 @@ def page(entries: Sequence[Entry], info: dict, png: bytes | None) -> str:
         tracks_html = ("<h2>GPU tracks</h2><p>Each entry replayed again per track, its cost-aware drafters planning"
                        " under the track's profile (<code>docs/hardware.md</code>) with drafts of up to 63 nodes, and"
                        " priced under it; the oracle's runs are priced the same way. Ours and the peers in one ranking;"
-                       f" <em>of oracle gain</em> per track and group{'. On the public cases' if fresh else ''}.</p>"
-                       + tracks_html)
+                       f" <em>of oracle gain</em> per track and group{'. On the public cases' if fresh else ''}."
+                       f"{html_text(BATCH_NOTE, len(BATCH_NOTE))}</p>" + tracks_html)
     img = (f'<h2>By task group</h2><img alt="estimated speedup by task group" '
            f'src="data:image/png;base64,{base64.b64encode(png).decode()}">' if png else "")
     return f"""<!doctype html>

@@ -23,7 +23,12 @@ from experiments.benchmarks.paths import portable_path
 from experiments.benchmarks.traces import TraceCase, benchmark_hash, default_folder, shipped_benchmarks
 from experiments.reporting.summary import est_speedup_of, geo_mean, summarize
 from experiments.running.oracle import ORACLE_CAP, cost_aware_oracle_times, oracle_steps
-from experiments.running.tracks import CPU_TRACK, GPU_TRACKS, TRACKS, Track, track_named  # noqa: F401 (the board's tracks)
+from experiments.running.tracks import BATCH_TRACKS, CPU_TRACK, GPU_TRACKS, TRACKS, Track, track_named  # noqa: F401 (the board's tracks)
+
+#: the tracks a build replays every entry on besides the CPU one: the GPU tracks, one request at a time,
+#: and a server's (the H100 roofline at a batch of 32 and of 128 requests, its drafting priced as a
+#: server spreads it: pldcore.hardware)
+BOARD_TRACKS: tuple[Track, ...] = (*GPU_TRACKS, *BATCH_TRACKS)
 from experiments.running.rows import CaseResult, case_result
 from experiments.running.topk_oracle import topk_oracle_steps
 from pldcore.cost import CostProfile
@@ -59,7 +64,7 @@ def benchmark_info(sets, folder) -> dict:
                         "relative": {n: round(cpu.relative(n), 3) for n in (2, 4, 8, 16, 32, 64)}},
         "gpu_profile": {"model": GPU_PROFILE.model, "forward_ms_1": 1e3 * GPU_FORWARD_S, "flat_up_to": 64},
         "tracks": {t.name: {"model": t.profile.model, "device": t.profile.device, "forward_ms_1": 1e3 * t.profile.cost(1, 1024),
-                            "draft_budget": t.draft_budget} for t in GPU_TRACKS},
+                            "draft_budget": t.draft_budget} for t in BOARD_TRACKS},
     }
 
 

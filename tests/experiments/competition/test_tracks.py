@@ -20,7 +20,7 @@ from experiments.competition import render
 from experiments.competition.board import Board
 from experiments.competition.ranking import track_ranking
 from experiments.competition.sandbox import Submission, evaluate
-from experiments.competition.scoring import GPU_TRACKS, benchmark_info, oracle_track
+from experiments.competition.scoring import BOARD_TRACKS, GPU_TRACKS, benchmark_info, oracle_track
 from experiments.running.oracle import oracle_runs
 from experiments.running.topk_oracle import topk_oracle_runs
 from experiments.running.tracks import profile_arg, track_named
@@ -69,7 +69,8 @@ def test_an_entry_is_scored_on_every_track_and_the_board_shows_each(tmp_path, se
     board = Board(tmp_path)
     info = benchmark_info(sets, traces)
     oracle = lb.ensure_oracle(board, sets, info)
-    assert set(oracle["tracks"]) == {t.name for t in GPU_TRACKS} == set(info["tracks"])
+    assert set(oracle["tracks"]) == {t.name for t in GPU_TRACKS}
+    assert set(info["tracks"]) == {t.name for t in BOARD_TRACKS}  # what a build scores: the batch tracks too
     for name in ("recycling", "suffix-automaton"):
         lb.run_submission(board, Submission.builtin(name), sets, info, "baseline", QUICK)
     shown = board.entries(info["hash"])
@@ -110,9 +111,10 @@ def test_an_entry_scored_before_a_track_existed_is_scored_again(tmp_path, sets, 
 
 
 def test_an_entry_that_plans_nothing_is_run_once_for_the_tracks_of_one_budget(tmp_path, sets, traces, monkeypatch):
-    """suffix-automaton drafts alike under every profile: the flat and h100-8b tracks (one draft budget)
+    """suffix-automaton drafts alike under every profile: the GPU and batch tracks (one draft budget, greedy)
     price one run; recycling plans under each track's profile: a run each."""
-    monkeypatch.setattr(lb, "BUILD_TRACKS", GPU_TRACKS)
+    assert {t.name for t in BOARD_TRACKS} >= {"h100-8b-b32", "h100-8b-b128"}
+    monkeypatch.setattr(lb, "BUILD_TRACKS", BOARD_TRACKS)  # what a build scores (the suite narrows it)
     runs: list[tuple[str, str]] = []
     real = lb.evaluate
 
@@ -127,14 +129,15 @@ def test_an_entry_that_plans_nothing_is_run_once_for_the_tracks_of_one_budget(tm
     lb.ensure_oracle(board, sets, info)
     for name in ("suffix-automaton", "recycling"):
         lb.run_submission(board, Submission.builtin(name), sets, info, "baseline", QUICK)
-    assert [r for r in runs if r[0] == "suffix-automaton"].__len__() == 2  # cpu, and one for both GPU tracks
-    assert [r for r in runs if r[0] == "recycling"].__len__() == 3  # cpu, flat, h100-8b
+    assert len([r for r in runs if r[0] == "suffix-automaton"]) == 2  # cpu, and one for every other track
+    assert len([r for r in runs if r[0] == "recycling"]) == 1 + len(BOARD_TRACKS)
     shown = {e.name: e for e in board.entries(info["hash"])}
     fixed = shown["suffix-automaton"].tracks
-    assert fixed["flat"].ok and fixed["h100-8b"].ok
-    # one run, two prices: the same drafts, other forward costs
-    assert [g.tau for g in fixed["flat"].groups.values()] == [g.tau for g in fixed["h100-8b"].groups.values()]
-    assert fixed["flat"].score != fixed["h100-8b"].score
+    assert all(fixed[t.name].ok for t in BOARD_TRACKS)
+    # one run, several prices: the same drafts, other forward costs (and, at a batch, drafting priced too)
+    taus = {t.name: [g.tau for g in fixed[t.name].groups.values()] for t in BOARD_TRACKS}
+    assert len({tuple(v) for v in taus.values()}) == 1
+    assert fixed["flat"].score != fixed["h100-8b"].score != fixed["h100-8b-b128"].score
 
 
 # -- the top-k bound ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from decoding.cost import estimated_times
 from decoding.generate import StepRecord
 from experiments.benchmarks.traces import TraceCase, TraceSet
 from experiments.compare import use_track_regime
-from experiments.running.tracks import (BATCH_TRACKS, NAMED_TRACKS, SAMPLED_TRACKS, TRACKS, track_named,
+from experiments.running.tracks import (BATCH_TRACKS, GPU_TRACKS, NAMED_TRACKS, SAMPLED_TRACKS, TRACKS, track_named,
                                         track_regime)
 from pldcore.cost import CPU_SMOLLM2, CostProfile
 from pldcore.errors import PLDError
@@ -77,3 +77,10 @@ def test_a_sampled_track_named_by_profile_sets_the_regime_and_refuses_another():
     greedy = args(profile="h100-8b-b128")
     use_track_regime(greedy, track_regime("h100-8b-b128"))
     assert greedy.temperature == 0.0 and track_regime(None) == GREEDY and track_regime("x.json") == GREEDY
+
+
+def test_a_build_scores_the_batch_tracks_too():
+    from experiments.competition import entries
+    from experiments.competition.scoring import BOARD_TRACKS
+
+    assert entries.BUILD_TRACKS == BOARD_TRACKS == (*GPU_TRACKS, *BATCH_TRACKS)
