@@ -16,6 +16,7 @@ from pldcore.fits import default_fits
 
 
 @pytest.mark.model
+@pytest.mark.slow  # a board build of a slice of the embedded model: a minute and more (make test-slow)
 def test_a_models_board_in_one_command_on_a_tiny_slice_and_again_resumed(tmp_path, capsys, embedded, monkeypatch):
     import decoding
 
