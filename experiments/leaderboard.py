@@ -50,10 +50,11 @@ from experiments.competition.render import entry_details, text_board, write_outp
 from experiments.competition.fresh_cases import (DEFAULT_PER_TASK, fresh_info, new_seed,  # noqa: E402
                                                  published_seeds, record_fresh)  # noqa: E402
 from experiments.competition.sandbox import Limits, Submission  # noqa: E402
-from experiments.competition.scoring import CPU_TRACK, benchmark_info, track_named  # noqa: E402
+from experiments.competition.scoring import CPU_TRACK, benchmark_info, sampled_sets, track_named  # noqa: E402
 from experiments.competition.text import clean  # noqa: E402
 from experiments.reporting.summary import oracle_gain  # noqa: E402
 from pldcore.errors import PLDError  # noqa: E402
+from pldcore.setting import Regime  # noqa: E402
 from pldcore.names import unknown_name  # noqa: E402
 from pldcore.params import MAX_PARAMS_BYTES, MAX_PARAMS_DEPTH, check_params  # noqa: E402
 from experiments.benchmarks.untrusted import parse_json  # noqa: E402
@@ -160,12 +161,17 @@ def _folder(args) -> Path:
     return default_folder()
 
 
-def _benchmark(args, folder: Path | None = None):
+def _benchmark(args, folder: Path | None = None, sampled: bool = False):
+    """(sets, info) of the benchmark ``args`` name (or in ``folder``); with ``sampled``, (sets, info,
+    its sampled traces by regime name: what the sampled tracks replay, ``scoring.sampled_sets``)."""
     folder = folder or _folder(args)
     sets = [s for s in load_trace_sets(folder) if s.cases]
     if not sets:
         raise PLDError(f"the trace files in {folder} hold no complete case")
-    return sets, benchmark_info(sets, folder.resolve())
+    if not sampled:
+        return sets, benchmark_info(sets, folder.resolve())
+    regimes = sampled_sets(folder)
+    return sets, benchmark_info(sets, folder.resolve(), regimes), regimes
 
 
 @guarded
@@ -193,13 +199,13 @@ def cmd_submit(args, board: Board) -> int:
     data = board.load()
     taking = check_owner(data, submission.name, proof, (e for e in data["entries"] if key_of(e)[1] == submission.name))
     limits = _limits(args)
-    sets, info = _benchmark(args)
+    sets, info, sampled = _benchmark(args, sampled=True)
     # parameters its class refuses: one line, nothing recorded; a worse or disqualified resubmission
     # does not replace the board's entry of its name (it lists the attempt)
     entry = run_submission(board, submission, sets, info, "submission", limits, not args.no_landlock,
-                           args.require_isolation, keep_best=True, owner=proof)
+                           args.require_isolation, keep_best=True, owner=proof, sampled=sampled)
     seeded = seed_baselines(board, Board(DEFAULT_BOARD), info)
-    oracle = entry_of(ensure_oracle(board, sets, info))
+    oracle = entry_of(ensure_oracle(board, sets, info, sampled))
     print(one_line(entry_of(entry)))
     name = clean(entry["name"], 48)
     if seeded:
@@ -417,27 +423,32 @@ def _build_own(args, board: Board) -> int:
 def _build(args, board: Board, folder: Path) -> int:
     limits = _limits(args)
     landlock = not args.no_landlock
-    sets, info = _benchmark(args, folder)
+    sets, info, sampled = _benchmark(args, folder, sampled=True)
     model = traces_model(sets)
     t0 = time.perf_counter()
-    oracle = ensure_oracle(board, sets, info)
+    oracle = ensure_oracle(board, sets, info, sampled)
     print(f"benchmark {info['hash']}: {info['cases']} cases, {info['tokens']:,} tokens in {info['folder']}")
     print(one_line(entry_of(oracle)))
     strict = args.require_isolation
-    run_baselines(board, sets, info, limits, rerun=args.rerun, landlock=landlock, require_isolation=strict)
+    common = dict(rerun=args.rerun, landlock=landlock, require_isolation=strict, sampled=sampled)
+    run_baselines(board, sets, info, limits, **common)
     if not args.no_peers:
-        run_peers(board, sets, info, limits, rerun=args.rerun, landlock=landlock, require_isolation=strict)
+        run_peers(board, sets, info, limits, **common)
     if args.examples:
-        run_examples(board, sets, info, limits, rerun=args.rerun, landlock=landlock, require_isolation=strict)
+        run_examples(board, sets, info, limits, **common)
     if args.fresh:
         if model is None:
             raise PLDError(f"the traces in {clean(portable_path(folder), 200)} are not of a packaged model, so no "
                            "fresh cases can be recorded for them: build with --fresh 0")
         seed = args.seed  # settled by _fresh_seed: never published, or an audit on a copy
-        fresh_sets, fresh_folder = record_fresh(seed, args.fresh, model=model)
-        fresh = fresh_info(fresh_sets, fresh_folder, seed, args.fresh)
+        # sampled too where the public benchmark has sampled tracks: fresh cases of each of its regimes
+        regimes = [Regime.from_name(name) for name in sampled]
+        fresh_sets, fresh_folder = record_fresh(seed, args.fresh, model=model, regimes=regimes)
+        fresh_sampled = sampled_sets(fresh_folder)
+        fresh = fresh_info(fresh_sets, fresh_folder, seed, args.fresh, fresh_sampled)
         print(f"fresh benchmark {fresh['hash']}: {fresh['cases']} cases (seed {seed}); scoring every entry again")
-        run_fresh(board, info, fresh_sets, fresh, limits, landlock=landlock, require_isolation=strict)
+        run_fresh(board, info, fresh_sets, fresh, limits, landlock=landlock, require_isolation=strict,
+                  fresh_sampled=fresh_sampled)
     if args.verify:
         _verify(args, board, sets, info, limits, landlock)
     shown, shown_info = shown_entries(board, info["hash"])

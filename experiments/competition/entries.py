@@ -16,7 +16,7 @@ from typing import Sequence
 import decoding
 import lookup
 from decoding.setting import target_setting
-from experiments.benchmarks.traces import spread_cases, traces_setting
+from experiments.benchmarks.traces import benchmark_hash, spread_cases, traces_setting
 from experiments.competition import child as child_side
 from experiments.competition.flags import beyond_share, flags_alone, with_fresh
 from experiments.competition.board import NAME_RE, ORACLE, Board, atomic_write, now
@@ -24,8 +24,9 @@ from experiments.competition.loader import entry_of, load_entries
 from experiments.competition.records import Entry
 from experiments.competition.cross_fit import cross_fitted, folds
 from experiments.competition.sandbox import Disqualified, Evaluation, Sandbox, Submission, evaluate
-from experiments.competition.scoring import (BOARD_TRACKS, CPU_TRACK, GPU_TRACKS, ORACLE_CAP, Track, entry_scores, oracle_rows,
-                                             oracle_track, replay_scores, track_scores)
+from experiments.competition.scoring import (BOARD_TRACKS, CPU_TRACK, GPU_TRACKS, ORACLE_CAP, Sampled, Track, entry_scores,
+                                             oracle_rows, oracle_track, replay_scores, track_profile, track_scores,
+                                             track_sets)
 from experiments.competition.text import clean, clean_block, portable_refusal
 from experiments.running.explain import pool_losses
 from decoding.progress import progress_bar
@@ -178,8 +179,9 @@ def make_entry(evaluation, kind: str, benchmark: str, limits=None, public: bool 
     return entry
 
 
-def oracle_entry(sets, benchmark: str) -> dict:
-    """The ceiling: the longest correct run after any earlier occurrence of the last token, per step."""
+def oracle_entry(sets, benchmark: str, sampled: Sampled | None = None) -> dict:
+    """The ceiling: the longest correct run after any earlier occurrence of the last token, per step;
+    on each build track the benchmark has cases for (``sampled``: its sampled traces, by regime name)."""
     t0 = time.perf_counter()
     rows = [oracle_rows(case, s.profile, benchmark) for s in sets for case in s.cases]
     entry = {"name": ORACLE, "kind": "oracle", "benchmark": benchmark, "status": "ok", "reason": None,
@@ -190,7 +192,11 @@ def oracle_entry(sets, benchmark: str) -> dict:
     entry["score_cost_aware"] = best["score"]
     for group, scores in best["groups"].items():
         entry["groups"][group]["est_speedup_cost_aware"] = scores["est_speedup"]
-    entry["tracks"] = {track.name: oracle_track(sets, track.profile) for track in BUILD_TRACKS}
+    entry["tracks"] = {}
+    for track in build_tracks(sampled):
+        replayed = track_sets(track, sets, sampled or {})
+        entry["tracks"][track.name] = {**oracle_track(replayed, track_profile(track, replayed)),
+                                       **_replayed_on(track, replayed)}
     entry["eval_s"] = round(time.perf_counter() - t0, 3)
     return entry
 
@@ -201,6 +207,38 @@ GPU_PROFILE_TRACK = "flat"
 #: the GPU tracks a build scores every entry on (each one more replay of the benchmark per entry;
 #: the competition's tests narrow it where tracks are not what they check)
 BUILD_TRACKS: tuple[Track, ...] = BOARD_TRACKS
+
+
+def build_tracks(sampled: Sampled | None) -> tuple[Track, ...]:
+    """The build tracks a benchmark is scored on: the greedy ones, and each sampled one whose regime
+    it has traces of (``sampled``, by regime name)."""
+    return tuple(t for t in BUILD_TRACKS if t.regime.greedy or t.regime.name in (sampled or {}))
+
+
+def info_tracks(info: dict) -> dict[str, str | None]:
+    """The build tracks benchmark ``info`` is scored on, each with the hash of the cases it replays
+    where they are not the benchmark's own (a sampled track's: ``info["regimes"]``), else None."""
+    regimes = info.get("regimes") or {}
+    return {t.name: None if t.regime.greedy else regimes[t.regime.name]["hash"] for t in build_tracks(regimes)}
+
+
+def _replayed_on(track: Track, replayed) -> dict:
+    """What a sampled track's scores record of the cases they come from (their hash: a build scores an
+    entry again when they change); nothing on a greedy track, which replays the benchmark's own."""
+    return {} if track.regime.greedy else {"benchmark": benchmark_hash(replayed), "regime": track.regime.name}
+
+
+def scored_on_tracks(entry: Entry, info: dict) -> bool:
+    """Whether ``entry`` was scored on every build track of benchmark ``info``, a sampled track on the
+    cases the benchmark has now (an entry scored before a track existed, or on older sampled traces, is
+    scored again)."""
+    for name, cases in info_tracks(info).items():
+        if name not in entry.tracks:
+            return False
+        record = (entry.record.get("tracks") or {}).get(name)
+        if cases is not None and not (isinstance(record, dict) and record.get("benchmark") == cases):
+            return False
+    return True
 #: the kinds of entry whose code ships with pld-lab (ours, and our ports of the peers)
 TRUSTED_KINDS = ("baseline", "peer")
 #: their per-call limit, as a multiple of a submission's. A call's time counts in the score either
@@ -211,12 +249,14 @@ TRUSTED_CALL_FACTOR = 20.0
 TIME_KINDS = ("slow", "timeout", "total-time")
 
 
-def gpu_track(evaluation: Evaluation, track: Track, entry: dict, benchmark: str, public: bool) -> dict:
-    """An entry's scores on a GPU track, from its run planned and priced under the track's profile
-    (:func:`~experiments.competition.scoring.track_scores`), or why that run was disqualified."""
+def gpu_track(evaluation: Evaluation, track: Track, entry: dict, benchmark: str, public: bool, replayed) -> dict:
+    """An entry's scores on a track, from its run over ``replayed`` (the track's cases) planned and
+    priced under the track's profile (:func:`~experiments.competition.scoring.track_scores`), or why
+    that run was disqualified."""
     if not evaluation.ok:
-        return {"status": "disqualified", "reason": _reason(evaluation.reason, public)}
-    return track_scores(evaluation.cases, entry["name"], entry["params"], track.profile, benchmark)
+        return {"status": "disqualified", "reason": _reason(evaluation.reason, public), **_replayed_on(track, replayed)}
+    return {**track_scores(evaluation.cases, entry["name"], entry["params"], track_profile(track, replayed), benchmark),
+            **_replayed_on(track, replayed)}
 
 
 def _spec(name: str, params: dict) -> DrafterSpec:
@@ -245,7 +285,8 @@ def _fitted_on(submission, sets) -> str | None:
 
 def run_submission(board: Board, submission, sets, info: dict, kind: str, limits, landlock: bool = True,
                    require_isolation: bool = False, stream: bool = False, keep_best: bool = False,
-                   tracks: Sequence[Track] | None = None, owner: str | None = None) -> dict:
+                   tracks: Sequence[Track] | None = None, owner: str | None = None,
+                   sampled: Sampled | None = None) -> dict:
     """Evaluate in the sandbox and record the entry (disqualified or not); returns the entry.
     ``stream``: one drafter serves the benchmark's cases in order (a ``history=true`` entry). A
     disqualification for time is retried once before it stands (a stall of a shared machine is no
@@ -268,8 +309,9 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
     An entry scored on the CPU track (the benchmark's own profile, what the board ranks by) is
     replayed again on each of ``tracks`` (default :data:`BUILD_TRACKS`), planned and priced under that track's
     profile with its draft budget: ``entry["tracks"][name]``; the flat track's score is the board's
-    GPU column (``score_gpu``)."""
-    total = sum(len(s.cases) for s in sets)
+    GPU column (``score_gpu``). A sampled track replays the benchmark's traces in its regime
+    (``sampled``, by regime name: :func:`~experiments.competition.scoring.sampled_sets`); one the
+    benchmark has none for is left out (:func:`build_tracks`)."""
     public = bool(info.get("public"))
     if kind in TRUSTED_KINDS:  # our own code: a longer leash per call (its time is charged all the same)
         limits = dataclasses.replace(limits, call_s=limits.call_s * TRUSTED_CALL_FACTOR)
@@ -283,12 +325,14 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
         submission = Submission.file(stored, submission.name, submission.params,
                                      display=submission.source.get("display") or path.name)
 
-    def run(submission: Submission, track: Track = CPU_TRACK) -> Evaluation:
+    def run(submission: Submission, track: Track = CPU_TRACK, replayed=sets) -> Evaluation:
         for _ in range(2):
-            with progress_bar(total, f"{submission.name} ({track.name})"[:30], leave=False) as bar:
-                evaluation = evaluate(submission, sets, limits, deny=[board.folder], landlock=landlock,
+            with progress_bar(sum(len(s.cases) for s in replayed), f"{submission.name} ({track.name})"[:30],
+                              leave=False) as bar:
+                evaluation = evaluate(submission, replayed, limits, deny=[board.folder], landlock=landlock,
                                       progress=bar.update, require_isolation=require_isolation, stream=stream,
-                                      public=public, profile=track.profile, draft_budget=track.draft_budget)
+                                      public=public, profile=track.profile, draft_budget=track.draft_budget,
+                                      batch=track.batch)
             if evaluation.ok or evaluation.reason.split(":", 1)[0] not in TIME_KINDS:
                 return evaluation
         return evaluation
@@ -302,14 +346,17 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
             # an entry of ours that plans nothing drafts the same under every profile of one draft budget
             # and regime: one run serves those tracks, each pricing its steps under its own profile
             key = _shared_run(submission, track)
+            replayed = track_sets(track, sets, sampled or {})
             if key is None:
-                return run(submission, track)
+                return run(submission, track, replayed)
             if key not in shared:
-                shared[key] = run(submission, track)
+                shared[key] = run(submission, track, replayed)
             return shared[key]
 
-        entry["tracks"] = {track.name: gpu_track(track_run(track), track, entry, info["hash"], public)
-                           for track in (BUILD_TRACKS if tracks is None else tracks)}
+        entry["tracks"] = {track.name: gpu_track(track_run(track), track, entry, info["hash"], public,
+                                                 track_sets(track, sets, sampled or {}))
+                           for track in (build_tracks(sampled) if tracks is None else tracks)
+                           if track_sets(track, sets, sampled or {}) is not None}
         flat = entry["tracks"][GPU_PROFILE_TRACK] if GPU_PROFILE_TRACK in entry["tracks"] else None
         if flat is not None and flat["status"] == "ok":  # the GPU column: the flat track's own run
             entry["score_gpu"] = flat["score"]
@@ -388,8 +435,9 @@ def seed_baselines(board: Board, committed: Board, info: dict) -> int:
     return len(copied)
 
 
-def ensure_oracle(board: Board, sets, info: dict) -> dict:
-    entry = oracle_entry(sets, info["hash"])
+def ensure_oracle(board: Board, sets, info: dict, sampled: Sampled | None = None) -> dict:
+    """Score the oracle on benchmark ``info`` (and its tracks: ``sampled`` as :func:`oracle_entry`) and record it."""
+    entry = oracle_entry(sets, info["hash"], sampled)
     board.record(entry, info)
     return entry
 
@@ -398,14 +446,14 @@ def scored_codes(board: Board, info: dict, kind: str) -> dict[str, str | None]:
     """Name -> code key of the entries of ``kind`` scored on this benchmark. Entries of our own code
     (baselines, peers) that were disqualified are left out, so the next build tries them again: a
     stall of the machine past a time limit is no verdict on trusted code, and those not yet scored on
-    every GPU track are left out too."""
-    tracks = {track.name for track in BUILD_TRACKS}  # an entry scored before a track existed is scored again
+    every track of the benchmark (:func:`scored_on_tracks`) are left out too."""
     return {e.name: e.code for e in board.entries(info["hash"])
-            if e.kind == kind and e.public.ok and tracks <= set(e.tracks)}
+            if e.kind == kind and e.public.ok and scored_on_tracks(e, info)}
 
 
 def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, names: Sequence[str] | None = None,
-                  landlock: bool = True, say=print, require_isolation: bool = False) -> list[dict]:
+                  landlock: bool = True, say=print, require_isolation: bool = False,
+                  sampled: Sampled | None = None) -> list[dict]:
     """Every built-in drafter through the same sandbox, recorded as a baseline: those missing from
     the board, disqualified there, or scored by other code than today's (all of them with ``rerun``). A built-in with a
     history across requests is also recorded with it, as :func:`stream_entry` says."""
@@ -416,8 +464,9 @@ def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, n
         entries = []
         if rerun or have.get(name, "") != code_key(*_spec(name, {}).classes()):
             entries.append(run_submission(board, Submission.builtin(name), sets, info, "baseline", limits, landlock,
-                                          require_isolation))
-        entries += stream_entry(board, name, "baseline", have, rerun, sets, info, limits, landlock, require_isolation)
+                                          require_isolation, sampled=sampled))
+        entries += stream_entry(board, name, "baseline", have, rerun, sets, info, limits, landlock, require_isolation,
+                                sampled)
         for entry in entries:
             say(one_line(entry_of(entry)))
         done += entries
@@ -425,7 +474,7 @@ def run_baselines(board: Board, sets, info: dict, limits, rerun: bool = False, n
 
 
 def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landlock: bool = True,
-              say=print, require_isolation: bool = False) -> list[dict]:
+              say=print, require_isolation: bool = False, sampled: Sampled | None = None) -> list[dict]:
     """The peers' lookup functions (``lookup.peers``: our ports, never a plug-in), recorded as
     entries of kind ``peer``, in the sandbox as the baselines are. A peer that can keep a history
     across requests (a ``history`` parameter) is also recorded with it, as :func:`stream_entry`
@@ -443,8 +492,9 @@ def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landl
         entries = []
         if rerun or have.get(name, "") != code_key(drafter):
             entries.append(run_submission(board, Submission.builtin(name), sets, info, "peer", limits, landlock,
-                                          require_isolation))
-        entries += stream_entry(board, name, "peer", have, rerun, sets, info, limits, landlock, require_isolation)
+                                          require_isolation, sampled=sampled))
+        entries += stream_entry(board, name, "peer", have, rerun, sets, info, limits, landlock, require_isolation,
+                                sampled)
         for entry in entries:
             say(one_line(entry_of(entry)))
         done += entries
@@ -452,7 +502,7 @@ def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landl
 
 
 def stream_entry(board: Board, name: str, kind: str, have: dict, rerun: bool, sets, info: dict, limits,
-                 landlock: bool = True, require_isolation: bool = False) -> list[dict]:
+                 landlock: bool = True, require_isolation: bool = False, sampled: Sampled | None = None) -> list[dict]:
     """Drafter ``name`` with its history across requests (a ``history`` parameter), recorded as
     ``<name>:history=true`` on the benchmark served as one stream of requests in its order (earlier
     cases only), in the sandbox: one case process serves the whole stream with one drafter. Nothing
@@ -464,21 +514,23 @@ def stream_entry(board: Board, name: str, kind: str, have: dict, rerun: bool, se
     if not rerun and have.get(spec, "") == code_key(*_spec(name, {"history": True}).classes()):
         return []
     submission = dataclasses.replace(Submission.builtin(name, {"history": True}), name=spec)
-    return [run_submission(board, submission, sets, info, kind, limits, landlock, require_isolation, stream=True)]
+    return [run_submission(board, submission, sets, info, kind, limits, landlock, require_isolation, stream=True,
+                           sampled=sampled)]
 
 
 def run_examples(board: Board, sets, info: dict, limits, rerun: bool = False, landlock: bool = True,
-                 say=print, require_isolation: bool = False) -> list[dict]:
+                 say=print, require_isolation: bool = False, sampled: Sampled | None = None) -> list[dict]:
     """The example submissions in experiments/competition/submissions/ (each file under its own name)."""
     have = {e.name: e for e in board.entries(info["hash"]) if e.kind == "submission"}
     done = []
     for path in sorted(EXAMPLES.glob("*.py")):
         submission = Submission.file(path)
         old = have[submission.name] if submission.name in have else None
-        tracks = {track.name for track in BUILD_TRACKS}  # one scored before a track existed: scored again
-        if old and not rerun and old.source.sha256 == _file_sha(path) and tracks <= set(old.tracks):
+        # one scored before a track existed (or on older sampled cases): scored again
+        if old and not rerun and old.source.sha256 == _file_sha(path) and scored_on_tracks(old, info):
             continue
-        entry = run_submission(board, submission, sets, info, "submission", limits, landlock, require_isolation)
+        entry = run_submission(board, submission, sets, info, "submission", limits, landlock, require_isolation,
+                               sampled=sampled)
         say(one_line(entry_of(entry)))
         done.append(entry)
     return done
@@ -486,13 +538,15 @@ def run_examples(board: Board, sets, info: dict, limits, rerun: bool = False, la
 
 # -- fresh cases: every entry again, on cases made at build time -------------------------------------------
 def run_fresh(board: Board, info: dict, fresh_sets, fresh: dict, limits, landlock: bool = True, say=print,
-              require_isolation: bool = False) -> list[dict]:
+              require_isolation: bool = False, fresh_sampled: Sampled | None = None) -> list[dict]:
     """Score every entry of the public benchmark ``info`` again on the fresh cases (``fresh``:
     their :func:`experiments.competition.fresh_cases.fresh_info`), as it was scored there (its
     source, its parameters, a stream entry as a stream), through the sandbox; then link the two
     benchmarks on the board, so the views rank by the fresh score. An entry whose source cannot be
-    run again (its file gone from the store) is said so and left without a fresh score."""
-    ensure_oracle(board, fresh_sets, fresh)
+    run again (its file gone from the store) is said so and left without a fresh score.
+    ``fresh_sampled``: the fresh cases sampled in the sampled tracks' regimes (by regime name), which
+    those tracks replay."""
+    ensure_oracle(board, fresh_sets, fresh, fresh_sampled)
     done = []
     for entry in board.entries(info["hash"]):
         if entry.is_oracle:
@@ -503,7 +557,7 @@ def run_fresh(board: Board, info: dict, fresh_sets, fresh: dict, limits, landloc
             say(f"{clean(entry.name, 48)}: no fresh score ({exc})")
             continue
         scored = run_submission(board, submission, fresh_sets, fresh, entry.kind, limits, landlock,
-                                require_isolation, stream=entry.stream)
+                                require_isolation, stream=entry.stream, sampled=fresh_sampled)
         say("fresh " + one_line(entry_of(scored)))
         done.append(scored)
     link_fresh(board, info["hash"], fresh)

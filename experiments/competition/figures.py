@@ -340,7 +340,7 @@ def region_beyond(view: View) -> str:
 
 #: region name -> what renders it
 def region_gpu_tracks(view: View) -> str:
-    """Per GPU track (public cases): the oracle, the bound that also knows the top-k, our best entry
+    """Per track but the CPU one (public cases): the oracle, the bound that also knows the top-k, our best entry
     and the best peer, each with its score and share of the track's oracle gain, and per group our
     best's share (the board's ``## GPU tracks`` tables hold every entry)."""
     oracle = view.oracle
@@ -367,11 +367,62 @@ def region_gpu_tracks(view: View) -> str:
         rows.append([md(track, 40), _x(bound.score), _x(bound.score_topk), cell(ours), cell(peer),
                      f"{md(worst[0], 60)} {_pct(worst[1])}" if worst else "-"])
     if not rows:
-        return "The board has no GPU tracks yet: `python experiments/leaderboard.py build` scores them."
+        return "The board has no tracks yet: `python experiments/leaderboard.py build` scores them."
     table = render(["track", "oracle", "oracle + top-k", "our best", "best peer", "our best's lowest group"],
                    rows, markdown=True)
-    return ("Per GPU track (`docs/competition.md`: every entry replayed planning and priced under the track's profile,"
-            " public cases): estimated speedup and the share of the track's oracle gain.\n\n" + table)
+    return ("Per track (`docs/competition.md`: every entry replayed planning and priced under the track's profile, in"
+            " its regime and batch; public cases): estimated speedup and the share of the track's oracle gain.\n\n"
+            + table)
+
+
+#: the tracks of a setting other than greedy decoding of one request at a time, as the per-group
+#: tables of ``figures:setting-tracks`` show them
+SETTING_TRACKS = ("cpu-t1", "h100-8b-t1", "h100-8b-b32", "h100-8b-b128")
+
+
+def _best_on_track(pool: Sequence[Entry], track: str, group: str | None) -> Entry | None:
+    """The entry of ``pool`` with the highest estimated speedup on ``track``, in task group ``group``
+    (None: its score over all groups); the later name on a tie, as :func:`best_in_group`."""
+    def speed(e: Entry) -> float | None:
+        scores = track_scores(e, track)
+        return None if scores is None else _num(scores.score if group is None else _group(scores, group).est_speedup)
+
+    scored = [(v, e.name, i) for i, e in enumerate(pool) if (v := speed(e))]
+    return pool[max(scored)[2]] if scored else None
+
+
+def region_setting_tracks(view: View) -> str:
+    """Per shipped benchmark and track of :data:`SETTING_TRACKS` (sampling at temperature 1, batches of
+    32 and 128 on the H100), per task group (public cases): the track's oracle, our best entry there
+    and the best peer, each with its share of the track's oracle gain, and ours over the peer's."""
+    parts = []
+    for v in (view, *view.others):
+        ours, peers = split_peers([e for e in v.entries if not e.is_oracle])
+        for track in [t for t in SETTING_TRACKS if t in track_names(v.entries)]:
+            bound = track_scores(v.oracle, track) if v.oracle is not None else None
+            if bound is None:
+                continue
+            rows = []
+            for g in [*sorted(bound.groups), None]:
+                o = bound.score if g is None else _group(bound, g).est_speedup
+                picked = [_best_on_track(pool, track, g) for pool in (ours, peers)]
+                speeds = [None if e is None else (track_scores(e, track).score if g is None
+                                                  else _group(track_scores(e, track), g).est_speedup) for e in picked]
+                cells = [md(g, 60) if g is not None else "all (geo mean)", _x(o)]
+                cells += ["-" if _num(s) is None else f"{_name(e)} {_speedup_and_share(s, o)}"
+                          for e, s in zip(picked, speeds)]
+                a, b = (_num(s) for s in speeds)
+                rows.append(cells + [f"{a / b:.2f}" if a and b else "-"])
+            table = render(["group", "oracle", "our best", "best peer", "ours / peer"], rows, markdown=True)
+            about = (v.info.get("tracks") or {}).get(track) or {}
+            parts.append(f"**{_model_of(v)}, track {md(track, 40)}** ({md(about.get('regime', 'greedy'), 80)}"
+                         + (f", a batch of {about['batch']}" if isinstance(about.get("batch"), int)
+                            and about["batch"] > 1 else "") + ", public cases)\n\n" + table)
+    if not parts:
+        return "The board has no sampled or batch tracks yet: `python experiments/leaderboard.py build` scores them."
+    return ("Per model, track and task group (`docs/competition.md`): the track's oracle, our best entry and the best "
+            "peer there, estimated speedup over plain decoding in the track's setting and the share of the track's "
+            "oracle gain.\n\n" + "\n\n".join(parts))
 
 
 def _model_of(view: View) -> str:
@@ -435,6 +486,7 @@ REGIONS: dict[str, Callable[[View], str]] = {
     "fresh-vs-public": region_fresh_vs_public,
     "beyond": region_beyond,
     "gpu-tracks": region_gpu_tracks,
+    "setting-tracks": region_setting_tracks,
 }
 
 

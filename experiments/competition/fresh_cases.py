@@ -9,7 +9,8 @@ benchmark's reference profile. No file can know them.
 The prompts come from :func:`experiments.benchmarks.fresh.fresh_prompts` (its version and the seed
 go on the board, so anyone can make them again: ``leaderboard.py check-fresh``); the recorder is
 the project's own (:func:`experiments.running.record.record`, greedy, 128 new tokens, the target's
-top-8 rows), as for the shipped benchmark.
+top-8 rows), as for the shipped benchmark; and, for the sampled tracks, the same prompts sampled in
+their regime with the build's seed (each case its own, ``case_seed``) into the regime's subfolder.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from typing import Sequence
 import decoding
 from decoding.loading import EMBEDDED_NAME, cache_dir
 from experiments.benchmarks.fresh import FRESH_VERSION, TASKS, fresh_prompts, space_size
-from experiments.benchmarks.traces import VOCAB_FILE, TraceSet, load_trace_sets, model_key, shipped_folder, write_benchmark
-from experiments.competition.scoring import benchmark_info
+from experiments.benchmarks.traces import (VOCAB_FILE, TraceSet, load_trace_sets, model_key, regime_folder, shipped_folder,
+                                           write_benchmark)
+from experiments.competition.scoring import Sampled, benchmark_info
 from decoding.progress import progress_bar
 from experiments.running.record import record
 from pldcore.errors import PLDError
+from pldcore.setting import GREEDY, Regime
 
 #: new tokens per fresh case, as in the shipped benchmark
 FRESH_NEW_TOKENS = 128
@@ -73,44 +76,58 @@ def fresh_folder(seed: int, per_task: int, model: str = EMBEDDED_NAME) -> Path:
 
 
 def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=print,
-                 folder: Path | None = None, model: str = EMBEDDED_NAME) -> tuple[list[TraceSet], Path]:
+                 folder: Path | None = None, model: str = EMBEDDED_NAME,
+                 regimes: Sequence[Regime] = ()) -> tuple[list[TraceSet], Path]:
     """Make the prompts of ``seed`` and record them on ``model`` (a packaged model's name: the
     benchmark's, ``decoding.loading.PACKAGED``) into ``folder`` (default :func:`fresh_folder`; what
     is recorded there already is kept: a build that stopped goes on where it stopped), scored with
-    the reference profile of ``model``'s shipped benchmark. Returns the trace sets and their folder."""
+    the reference profile of ``model``'s shipped benchmark. Greedy, and sampled in each of
+    ``regimes`` too (the sampled tracks'), from the same seed, into the regime's subfolder
+    (``regime_folder``: read back by ``scoring.sampled_sets``). Returns the greedy trace sets and their folder."""
     if per_task < 1:
         raise PLDError(f"--fresh must be >= 1 prompts per task, got {per_task}")
     folder = Path(folder) if folder is not None else fresh_folder(seed, per_task, model)
-    folder.mkdir(parents=True, exist_ok=True)
     shipped = shipped_folder(model)
-    # scored as the public benchmark is: its reference profile, and the same vocabulary's strings for a
-    # drafter that asks (Drafter.wants_vocab): inside the sandbox the two benchmarks look alike
-    # (replaced in a folder recorded before, whatever it holds: the committed board's Gemma fresh cases
-    # were priced with the embedded model's profile)
+    prompts = fresh_prompts(seed, per_task)
+    total = sum(len(p.turns) for task in TASKS for p in prompts[task])
+    t0 = time.perf_counter()
+    if target is None:
+        regimes_said = "".join(f" and sampled at {r.describe()}" for r in regimes)
+        say(f"fresh cases: seed {seed}, {total} cases (generator v{FRESH_VERSION}) greedy{regimes_said}; "
+            f"recording on {model}")
+        target = decoding.load_model(model)
+    made = {"seed": seed, "per_task": per_task, "version": FRESH_VERSION}
+    for regime in (GREEDY, *regimes):
+        here = regime_folder(folder, regime)
+        _as_shipped(here, regime_folder(shipped, regime) if (regime_folder(shipped, regime) / "profile.json").exists()
+                    else shipped)
+        with progress_bar(total, f"fresh cases ({regime.name})", leave=False) as bar:
+            for task in TASKS:
+                record(target, task, prompts[task], FRESH_NEW_TOKENS, here, progress=bar, regime=regime, seed=seed)
+        write_benchmark(here, [s for s in load_trace_sets(here) if s.cases], fresh=made)
+    sets = [s for s in load_trace_sets(folder) if s.cases]
+    say(f"fresh cases recorded in {time.perf_counter() - t0:.0f} s: {folder}")
+    return sets, folder
+
+
+def _as_shipped(folder: Path, shipped: Path) -> None:
+    """Make ``folder`` hold the shipped benchmark's reference profile and vocabulary (from ``shipped``):
+    fresh cases are scored as the public benchmark is, and for a drafter that asks (Drafter.wants_vocab)
+    inside the sandbox the two look alike. Replaced in a folder recorded before, whatever it holds (the
+    committed board's Gemma fresh cases were priced with the embedded model's profile)."""
+    folder.mkdir(parents=True, exist_ok=True)
     for name in ("profile.json", VOCAB_FILE):
         source, copy = shipped / name, folder / name
         if source.exists() and (not copy.is_file() or copy.is_symlink() or copy.read_bytes() != source.read_bytes()):
             copy.unlink(missing_ok=True)
             shutil.copyfile(source, copy)
-    prompts = fresh_prompts(seed, per_task)
-    total = sum(len(p.turns) for task in TASKS for p in prompts[task])
-    t0 = time.perf_counter()
-    if target is None:
-        say(f"fresh cases: seed {seed}, {total} cases (generator v{FRESH_VERSION}); recording on {model}")
-        target = decoding.load_model(model)
-    with progress_bar(total, "fresh cases", leave=False) as bar:
-        for task in TASKS:
-            record(target, task, prompts[task], FRESH_NEW_TOKENS, folder, progress=bar)
-    sets = [s for s in load_trace_sets(folder) if s.cases]
-    write_benchmark(folder, sets, fresh={"seed": seed, "per_task": per_task, "version": FRESH_VERSION})
-    say(f"fresh cases recorded in {time.perf_counter() - t0:.0f} s: {folder}")
-    return sets, folder
 
 
-def fresh_info(sets: Sequence[TraceSet], folder: Path, seed: int, per_task: int) -> dict:
-    """The board's description of a fresh benchmark: :func:`benchmark_info` with what makes the
-    cases again (seed, generator version, Python's version: the pydoc text is Python's own)."""
-    info = benchmark_info(sets, folder)
+def fresh_info(sets: Sequence[TraceSet], folder: Path, seed: int, per_task: int, sampled: Sampled | None = None) -> dict:
+    """The board's description of a fresh benchmark: :func:`benchmark_info` (with its ``sampled``
+    traces) with what makes the cases again (seed, generator version, Python's version: the pydoc
+    text is Python's own)."""
+    info = benchmark_info(sets, folder, sampled)
     info["folder"] = f"fresh (seed {seed})"  # the cache's path is this machine's
     info["fresh"] = {"seed": seed, "per_task": per_task, "version": FRESH_VERSION,
                      "python": ".".join(map(str, sys.version_info[:3])),

@@ -28,7 +28,11 @@ DOCS_LINK = "../docs/competition.md"
 PLOT_TOP = 9
 
 
-#: what a batch track (``-b<B>``) prices, said under the GPU tracks
+#: what a sampled track (``-t1``) replays, said under the tracks
+SAMPLED_NOTE = (" A sampled track (cpu-t1, h100-8b-t1) replays the benchmark's traces sampled at temperature 1.0"
+                " (top-p 1.0, each case its own seed), where any drafter that proposes fixed drafts commits exactly"
+                " those tokens; its oracle is the oracle of those traces.")
+#: what a batch track (``-b<B>``) prices, said under the tracks
 BATCH_NOTE = (" A batch track (h100-8b-b32, h100-8b-b128) is a server running that many requests at once"
               " (weights read once a step, each request's cache and FLOPs its own: docs/hardware.md); each"
               " request's drafter time counts batch / 8 times in a step, as a server drafts its batch over 8 threads.")
@@ -108,9 +112,9 @@ COLUMNS = {
     "CPU cross-fitted": "an entry fitted on these cases, scored on them again with each half's fit made on the other "
                         "half only (`docs/competition.md`); - for the others",
     "public GPU (flat track)": "the entry replayed again planning for the flat GPU profile and priced under it "
-                               "(## GPU tracks), on the public cases",
+                               "(## Tracks), on the public cases",
     "est. speedup GPU (flat track)": "the entry replayed again planning for the flat GPU profile and priced under it "
-                                     "(## GPU tracks)",
+                                     "(## Tracks)",
     "tau (public)": "new tokens per target forward on the public cases (1.0 = plain decoding)",
     "tau": "new tokens per target forward (1.0 = plain decoding)",
     "of oracle gain (fresh)": "(score - 1) / (oracle - 1), fresh cases",
@@ -201,6 +205,15 @@ def track_rows(entries: Sequence[Entry], track: str,
     return headers, rows
 
 
+def track_setting(about: dict) -> str:
+    """What a track's heading adds to its profile: its regime where it samples, its batch where it serves
+    more than one request (from the benchmark's ``tracks`` description; nothing for a greedy batch-1 one)."""
+    regime, batch = about.get("regime"), about.get("batch")
+    said = [f"sampled at {regime}" if isinstance(regime, str) and regime != "greedy" else "",
+            f"a batch of {batch}" if isinstance(batch, int) and not isinstance(batch, bool) and batch > 1 else ""]
+    return "".join(f", {s}" for s in said if s)
+
+
 def track_lines(entries: Sequence[Entry], info: dict, esc: Callable[[object], str] = clean,
                 markdown: bool = False, only: str | None = None) -> list[str]:
     """The GPU tracks (or track ``only``), one table each, with the profile behind it and which
@@ -214,7 +227,7 @@ def track_lines(entries: Sequence[Entry], info: dict, esc: Callable[[object], st
         device = "" if about.get("device") in (None, "ideal") else f" on {esc(about['device'])}"
         lines += ["", f"{'### ' if markdown else ''}track {esc(track)}: {esc(model)}{device},"
                   f" one-token forward {_f(about.get('forward_ms_1'), 1)} ms,"
-                  f" drafts of up to {esc(about.get('draft_budget', '?'))} nodes",
+                  f" drafts of up to {esc(about.get('draft_budget', '?'))} nodes{esc(track_setting(about))}",
                   "", render(*track_rows(entries, track, esc), markdown=markdown)]
         if ours:
             lines += ["", f"pick on this track: {esc(ours[0].name)}"
@@ -399,11 +412,12 @@ def markdown(entries: Sequence[Entry], info: dict) -> str:
                   "", "Per task group, our best entry against the best peer (estimated speedup, CPU profile):", "",
                   render(*best_against_peers(everything, md), markdown=True)]
     if track_names(everything):
-        lines += ["", "## GPU tracks", "",
+        lines += ["", "## Tracks", "",
                   "Each entry replayed again per track, its cost-aware drafters planning under the track's profile"
-                  " (`docs/hardware.md`) with drafts of up to 63 nodes, and priced under it; the oracle's runs are"
-                  " priced the same way. Ours and the peers in one ranking; *of oracle gain* per track and group."
-                  + (" On the public benchmark's cases." if has_fresh(entries) else "") + BATCH_NOTE,
+                  " (`docs/hardware.md`) with drafts of up to 63 nodes on a GPU (32 on the CPU), and priced under it;"
+                  " the oracle's runs are priced the same way. Ours and the peers in one ranking; *of oracle gain*"
+                  " per track and group."
+                  + (" On the public benchmark's cases." if has_fresh(entries) else "") + SAMPLED_NOTE + BATCH_NOTE,
                   *track_lines(everything, info, md, markdown=True)]
     dq, pending = split_pending(dq)
     if pending:
@@ -625,13 +639,16 @@ def page(entries: Sequence[Entry], info: dict, png: bytes | None) -> str:
         th, trows = track_rows(entries, track)
         tracks_html += (f"<h3>track {html_text(track)}: {html_text(str(about.get('model', '?')).removeprefix(f'{track}: '))}"
                         f", one-token forward {_f(about.get('forward_ms_1'), 1)} ms, drafts of up to "
-                        f"{html_text(about.get('draft_budget', '?'))} nodes</h3>" + _table(th, trows))
+                        f"{html_text(about.get('draft_budget', '?'))} nodes{html_text(track_setting(about))}</h3>"
+                        + _table(th, trows))
     if tracks_html:
-        tracks_html = ("<h2>GPU tracks</h2><p>Each entry replayed again per track, its cost-aware drafters planning"
-                       " under the track's profile (<code>docs/hardware.md</code>) with drafts of up to 63 nodes, and"
-                       " priced under it; the oracle's runs are priced the same way. Ours and the peers in one ranking;"
+        notes = SAMPLED_NOTE + BATCH_NOTE
+        tracks_html = ("<h2>Tracks</h2><p>Each entry replayed again per track, its cost-aware drafters planning"
+                       " under the track's profile (<code>docs/hardware.md</code>) with drafts of up to 63 nodes on a"
+                       " GPU (32 on the CPU), and priced under it; the oracle's runs are priced the same way. Ours and"
+                       " the peers in one ranking;"
                        f" <em>of oracle gain</em> per track and group{'. On the public cases' if fresh else ''}."
-                       f"{html_text(BATCH_NOTE, len(BATCH_NOTE))}</p>" + tracks_html)
+                       f"{html_text(notes, len(notes))}</p>" + tracks_html)
     img = (f'<h2>By task group</h2><img alt="estimated speedup by task group" '
            f'src="data:image/png;base64,{base64.b64encode(png).decode()}">' if png else "")
     return f"""<!doctype html>

@@ -965,13 +965,14 @@ def trace_roots(sets) -> list[str]:
 def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequence[str | Path] = (),
              landlock: bool = True, progress: Callable[[], None] | None = None,
              require_isolation: bool = False, stream: bool = False, public: bool = True,
-             profile: CostProfile | None = None, draft_budget: int = DRAFT_BUDGET) -> Evaluation:
+             profile: CostProfile | None = None, draft_budget: int = DRAFT_BUDGET, batch: int = 1) -> Evaluation:
     """Replay ``submission`` over every case of ``sets`` in one sandbox, each case in a process of
     its own; ``stream``: one drafter serves every case in the benchmark's order (``in_order``),
     keeping what it learns; ``public``: the cases are public (see :class:`Sandbox`); ``profile``:
     the cost profile the cases are priced and a drafter that plans plans under (None: the traces'
     own; the setting is :func:`~experiments.benchmarks.traces.traces_setting`'s); ``draft_budget``:
-    the most draft nodes per step. Never raises Disqualified."""
+    the most draft nodes per step; ``batch``: the requests a step serves, as the setting says (a
+    batch track's). Never raises Disqualified."""
     vocab = max((c.vocab_size for s in sets for c in s.cases), default=0)
     if not vocab:
         raise PLDError("the trace sets hold no cases")
@@ -979,7 +980,7 @@ def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequ
     result = Evaluation(submission, stream=stream)
     t0 = time.perf_counter()
     strings = next((s.vocab for s in sets if s.vocab is not None), None)  # read only from the parent's side
-    setting = traces_setting(sets, profile)
+    setting = traces_setting(sets, profile, batch)
     box = Sandbox(submission, vocab, limits, deny, landlock, require_isolation=require_isolation, stream=stream,
                   public=public, vocab=strings, setting=setting)
     try:

@@ -16,19 +16,25 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from decoding.generate import GenerationResult, Stats
 from experiments.benchmarks.paths import portable_path
-from experiments.benchmarks.traces import TraceCase, benchmark_hash, default_folder, shipped_benchmarks
+from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, default_folder, load_trace_sets,
+                                           read_benchmark, regime_folder, shipped_benchmarks)
 from experiments.reporting.summary import est_speedup_of, geo_mean, summarize
 from experiments.running.oracle import ORACLE_CAP, cost_aware_oracle_times, oracle_steps
-from experiments.running.tracks import BATCH_TRACKS, CPU_TRACK, GPU_TRACKS, TRACKS, Track, track_named  # noqa: F401 (the board's tracks)
+from experiments.running.tracks import (BATCH_TRACKS, CPU_TRACK, GPU_TRACKS, SAMPLED_TRACKS, TRACKS, Track,  # noqa: F401 (the board's tracks)
+                                        track_named)
 
-#: the tracks a build replays every entry on besides the CPU one: the GPU tracks, one request at a time,
-#: and a server's (the H100 roofline at a batch of 32 and of 128 requests, its drafting priced as a
-#: server spreads it: pldcore.hardware)
-BOARD_TRACKS: tuple[Track, ...] = (*GPU_TRACKS, *BATCH_TRACKS)
+#: the tracks a build replays every entry on besides the CPU one: the GPU tracks, one request at a time;
+#: sampling at temperature 1.0 on the benchmark's own profile and on the H100 roofline (replaying the
+#: benchmark's sampled traces, where it has some: :func:`sampled_sets`); and a server's (the H100
+#: roofline at a batch of 32 and of 128 requests, its drafting priced as a server spreads it:
+#: pldcore.hardware)
+BOARD_TRACKS: tuple[Track, ...] = (*GPU_TRACKS, *SAMPLED_TRACKS, *BATCH_TRACKS)
+#: a benchmark's trace sets in each sampled regime it was recorded in, by the regime's name ("t1")
+Sampled = Mapping[str, Sequence[TraceSet]]
 from experiments.running.rows import CaseResult, case_result
 from experiments.running.topk_oracle import topk_oracle_steps
 from pldcore.cost import CostProfile
@@ -41,11 +47,47 @@ GPU_FORWARD_S = GPU_PROFILE.cost(1)
 
 
 # -- which benchmark ---------------------------------------------------------------------------------
-def benchmark_info(sets, folder) -> dict:
-    """What a reader of the board needs to know about the benchmark behind it."""
+def sampled_sets(folder) -> dict[str, list[TraceSet]]:
+    """The benchmark in ``folder``'s traces in each sampled board track's regime, by the regime's name:
+    those recorded there (``regime_folder``) and finished (a ``BENCHMARK.json``: a recording under way
+    scores nothing). Empty for a benchmark with none: its entries are scored on the greedy tracks only."""
+    found: dict[str, list[TraceSet]] = {}
+    for regime in dict.fromkeys(t.regime for t in BOARD_TRACKS if not t.regime.greedy):
+        sub = regime_folder(Path(folder), regime)
+        if sub.is_dir() and read_benchmark(sub) is not None:
+            sets = [s for s in load_trace_sets(sub) if s.cases]
+            if sets:
+                found[regime.name] = sets
+    return found
+
+
+def track_sets(track: Track, sets: Sequence[TraceSet], sampled: Sampled) -> Sequence[TraceSet] | None:
+    """The cases ``track`` replays: ``sets`` (the greedy ones) on a greedy track, the benchmark's traces
+    in the track's regime on a sampled one (None where the benchmark has none)."""
+    return sets if track.regime.greedy else sampled.get(track.regime.name)
+
+
+def track_profile(track: Track, sets: Sequence[TraceSet]) -> CostProfile:
+    """What ``track`` prices under: its own profile, or (the CPU tracks) that of the cases it replays."""
+    return track.profile or sets[0].profile
+
+
+def benchmark_info(sets, folder, sampled: Sampled | None = None) -> dict:
+    """What a reader of the board needs to know about the benchmark behind it (``sampled``: its
+    traces in sampled regimes, :func:`sampled_sets`; their hashes go in ``regimes``, and the tracks that
+    replay them in ``tracks``)."""
     cpu = sets[0].profile
+    sampled = sampled or {}
     shipped = {f.resolve(): name for name, f in shipped_benchmarks().items()}
     name = shipped.get(Path(folder).resolve())
+    tracks = {}
+    for t in BOARD_TRACKS:
+        replayed = track_sets(t, sets, sampled)
+        if replayed is None:
+            continue
+        profile = track_profile(t, replayed)
+        tracks[t.name] = {"model": profile.model, "device": profile.device, "forward_ms_1": 1e3 * profile.cost(1, 1024),
+                          "draft_budget": t.draft_budget, "regime": t.regime.describe(), "batch": t.batch}
     return {
         "hash": benchmark_hash(sets),
         "folder": portable_path(folder),
@@ -63,8 +105,10 @@ def benchmark_info(sets, folder) -> dict:
         "cpu_profile": {"model": cpu.model, "device": cpu.device, "forward_ms_1": 1e3 * cpu.cost(1),
                         "relative": {n: round(cpu.relative(n), 3) for n in (2, 4, 8, 16, 32, 64)}},
         "gpu_profile": {"model": GPU_PROFILE.model, "forward_ms_1": 1e3 * GPU_FORWARD_S, "flat_up_to": 64},
-        "tracks": {t.name: {"model": t.profile.model, "device": t.profile.device, "forward_ms_1": 1e3 * t.profile.cost(1, 1024),
-                            "draft_budget": t.draft_budget} for t in BOARD_TRACKS},
+        "tracks": tracks,
+        **({"regimes": {regime: {"hash": benchmark_hash(s), "cases": sum(len(x.cases) for x in s),
+                                 "tasks": {x.task: len(x.cases) for x in s}} for regime, s in sampled.items()}}
+           if sampled else {}),
     }
 
 

@@ -57,8 +57,8 @@ def regime_words(regime: Regime) -> str:
     return "greedy" if regime.greedy else f"sampled: {regime.describe()}, a seed per case as recorded"
 
 
-def regime_traces(folder: Path | str | None, sampling: Sampling) -> Path:
-    """The trace folder a replay in ``sampling``'s regime reads: ``folder`` (default: the shipped
+def regime_traces(folder: Path | str | None, sampling: Sampling) -> list[TraceSet]:
+    """The trace sets a replay in ``sampling``'s regime reads, each read once: those of ``folder`` (default: the shipped
     benchmark) when its traces were decoded in that regime, else its subfolder for the regime
     (:func:`~experiments.benchmarks.traces.regime_folder`) when there is one. Greedy (the default)
     replays whatever ``folder`` holds, its figures named for the regime the traces record. A sampled
@@ -67,13 +67,15 @@ def regime_traces(folder: Path | str | None, sampling: Sampling) -> Path:
     folder = Path(folder) if folder else default_folder()
     regime = sampling.regime
     if regime.greedy:
-        return folder
+        return load_trace_sets(folder)
     if sampling.seed:
         raise PLDError("--seed with --replay: a sampled trace replays the seed it was recorded with (each case its "
                        "own); record traces with another seed to replay it (traces.py record --seed S)")
     for candidate in (folder, regime_folder(folder, regime)):
-        if any(candidate.glob("*.jsonl.gz")) and traces_regime(load_trace_sets(candidate)) == regime:
-            return candidate
+        if any(candidate.glob("*.jsonl.gz")):
+            sets = load_trace_sets(candidate)
+            if traces_regime(sets) == regime:
+                return sets
     raise PLDError(f"--temperature {regime.temperature:g} with --replay: {clean(folder)} holds no traces sampled at "
                    f"{regime.describe()}; record them (traces.py record --temperature {regime.temperature:g}"
                    f"{f' --top-k {regime.top_k}' if regime.top_k else ''}{f' --top-p {regime.top_p:g}' if regime.top_p < 1 else ''}) "
@@ -188,9 +190,9 @@ class ReplayComparison:
     def from_args(cls, args, method_specs: Sequence[str | DrafterMethod], profile: CostProfile | None = None,
                   draft_budget: int = DRAFT_BUDGET) -> "ReplayComparison":
         check_prompts(args.prompts)
-        sets = load_trace_sets(regime_traces(args.traces, Sampling(getattr(args, "temperature", 0.0),
+        sets = regime_traces(args.traces, Sampling(getattr(args, "temperature", 0.0),
                                                                   getattr(args, "top_k", 0), getattr(args, "top_p", 1.0),
-                                                                  getattr(args, "seed", 0))))
+                                                                  getattr(args, "seed", 0)))
         if args.tasks:
             have = [s.task for s in sets]
             for task in parse_list(args.tasks):

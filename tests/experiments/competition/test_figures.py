@@ -248,3 +248,29 @@ def test_a_score_that_is_not_a_number_is_one_line(site, capsys):
     (board / "board.json").write_text(json.dumps(data))
     code, _, err = run(capsys, "--check", "--board", str(board), "--root", str(root))
     assert code == 2 and err.count("\n") == 1 and "is not a number" in err
+
+
+def test_the_setting_tracks_table_picks_per_group_the_best_of_ours_and_of_the_peers(tmp_path):
+    """figures:setting-tracks: per sampled or batch track and group, the track's oracle, our best entry and
+    the best peer there (each chosen per group, on the track's own scores: not the CPU ones)."""
+    data = _board_data(fresh=False)
+
+    def track(score: float, first: float) -> dict:  # first: code-edit's speedup, doc-qa's is 1.0
+        return {"status": "ok", "score": score, "tau": 1.5,
+                "groups": {"code-edit": {"est_speedup": first, "tau": 1.5}, "doc-qa": {"est_speedup": 1.0, "tau": 1.1}}}
+
+    on_track = {"oracle": (1.3, 1.6), "adaptive": (1.1, 1.2), "suffix-automaton": (1.15, 1.4),
+                "peer:a": (1.05, 1.1), "peer:b:history=true": (1.12, 1.3)}
+    for e in data["entries"]:
+        if e["name"] in on_track:
+            e["tracks"] = {"cpu-t1": track(*on_track[e["name"]])}
+    data["benchmarks"][PUBLIC]["tracks"] = {"cpu-t1": {"regime": "temperature 1, top-k 0, top-p 1", "batch": 1}}
+    (tmp_path / "board.json").write_text(json.dumps(data))
+    text = figures.render_region("setting-tracks", figures.load_view(Board(tmp_path)))
+    assert "track cpu-t1** (temperature 1, top-k 0, top-p 1, public cases)" in text
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in text.splitlines() if line.startswith("| ") and not line.startswith("| group")}
+    # CPU scores would pick adaptive (1.8) and peer:a (1.7): on the track suffix-automaton and peer:b lead
+    assert rows["code-edit"] == ["1.600x", "suffix-automaton 1.400x (67%)", "peer:b:history=true 1.300x (50%)", "1.08"]
+    assert rows["all (geo mean)"][1].startswith("suffix-automaton 1.150x")
+    assert rows["all (geo mean)"][2].startswith("peer:b:history=true 1.120x")

@@ -102,7 +102,7 @@ def test_submit_prints_the_flag_and_says_the_score_is_public(arena, tmp_path, ca
     board, info, attack = arena
     shipped = load_trace_sets(shipped_folder())
     few = [dataclasses.replace(s, cases=s.cases[:PUBLIC_PER_TASK]) for s in shipped]
-    monkeypatch.setattr(cli, "_benchmark", lambda args: (few, info))
+    monkeypatch.setattr(cli, "_benchmark", lambda args, sampled=False: (few, info, {}) if sampled else (few, info))
     assert cli.main(["submit", str(attack), "--name", "memoriser-again", "--board", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "FLAG beyond" in out and "public benchmark" in out and "ranks by fresh cases" in out
@@ -122,7 +122,7 @@ def test_submit_to_a_board_ranked_by_fresh_cases_shows_no_public_rank(arena, tmp
     copy = board.copy_to(tmp_path / "board")
     shipped = load_trace_sets(shipped_folder())
     few = [dataclasses.replace(s, cases=s.cases[:PUBLIC_PER_TASK]) for s in shipped]
-    monkeypatch.setattr(cli, "_benchmark", lambda args: (few, info))
+    monkeypatch.setattr(cli, "_benchmark", lambda args, sampled=False: (few, info, {}) if sampled else (few, info))
     assert cli.main(["submit", str(attack), "--name", "memoriser-late", "--board", str(copy.folder)]) == 0
     out = capsys.readouterr().out
     assert_no_public_rank(out)

@@ -33,7 +33,7 @@ def two_benchmarks(tmp_path, monkeypatch):
     public = [dataclasses.replace(s, cases=s.cases[:1]) for s in shipped]
     spare = {s.task: s.cases[-1:] for s in shipped}
 
-    def record(target, task, prompts, new_tokens, folder, progress=None):
+    def record(target, task, prompts, new_tokens, folder, progress=None, **_):
         for case in spare[task]:
             append_case(Path(folder) / f"{task}-n{new_tokens}.jsonl.gz", case)
 
@@ -66,7 +66,7 @@ def test_a_folder_recorded_before_gets_the_benchmark_s_own_profile_and_vocabular
     (folder / "profile.json").write_bytes((shipped_folder() / "profile.json").read_bytes())  # the wrong one
     spare = load_trace_sets(gemma)
 
-    def record(target, task, prompts, new_tokens, folder, progress=None):
+    def record(target, task, prompts, new_tokens, folder, progress=None, **_):
         for s in spare:
             if s.task == task:
                 append_case(Path(folder) / f"{task}-n{new_tokens}.jsonl.gz", s.cases[0])
@@ -88,3 +88,32 @@ def test_a_drafter_that_asks_for_the_vocabulary_is_refused_where_there_is_none(t
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "asks for the vocabulary's strings" in err and "nothing recorded" in err
     assert not (tmp_path / "board" / "board.json").exists()
+
+
+def test_fresh_cases_are_sampled_too_for_the_sampled_tracks(tmp_path, monkeypatch):
+    """A build whose benchmark has sampled tracks records the same fresh prompts sampled, with the
+    build's seed, into the regime's subfolder: profile and vocabulary as the shipped sampled benchmark's,
+    finished (a BENCHMARK.json), and read back as the sampled tracks' cases."""
+    from experiments.benchmarks.traces import regime_folder
+    from experiments.competition.scoring import sampled_sets
+    from experiments.running.tracks import SAMPLED
+
+    monkeypatch.setenv("PLD_LAB_CACHE", str(tmp_path / "cache"))
+    shipped_t1 = regime_folder(shipped_folder(), SAMPLED)
+    spare = {s.task: s.cases[:1] for s in load_trace_sets(shipped_t1)}
+    calls = []
+
+    def record(target, task, prompts, new_tokens, folder, progress=None, regime=None, seed=None):
+        calls.append((task, regime.name, seed))
+        source = spare if not regime.greedy else {s.task: s.cases[:1] for s in load_trace_sets(shipped_folder())}
+        for case in source[task]:
+            append_case(Path(folder) / f"{task}-n{new_tokens}.jsonl.gz", case)
+
+    monkeypatch.setattr(fresh_cases, "record", record)
+    sets, folder = fresh_cases.record_fresh(11, 1, target=object(), say=lambda *_: None, regimes=[SAMPLED])
+    assert {(regime, seed) for _, regime, seed in calls} == {("greedy", 11), ("t1", 11)}
+    assert all(c.sampling is None for s in sets for c in s.cases)  # the greedy folder holds the greedy cases only
+    sampled = sampled_sets(folder)
+    assert list(sampled) == ["t1"] and all(c.sampling is not None for s in sampled["t1"] for c in s.cases)
+    for name in ("profile.json", VOCAB_FILE):
+        assert (regime_folder(folder, SAMPLED) / name).read_bytes() == (shipped_t1 / name).read_bytes(), name

@@ -20,10 +20,11 @@ from experiments.competition import render
 from experiments.competition.board import Board
 from experiments.competition.ranking import track_ranking
 from experiments.competition.sandbox import Submission, evaluate
-from experiments.competition.scoring import BOARD_TRACKS, GPU_TRACKS, benchmark_info, oracle_track
+from experiments.benchmarks.traces import benchmark_hash, regime_folder
+from experiments.competition.scoring import BOARD_TRACKS, GPU_TRACKS, benchmark_info, oracle_track, sampled_sets
 from experiments.running.oracle import oracle_runs
 from experiments.running.topk_oracle import topk_oracle_runs
-from experiments.running.tracks import profile_arg, track_named
+from experiments.running.tracks import SAMPLED, SAMPLED_TRACKS, profile_arg, track_named
 from pldcore.errors import PLDError
 from pldcore.hardware import profile_named
 
@@ -70,7 +71,8 @@ def test_an_entry_is_scored_on_every_track_and_the_board_shows_each(tmp_path, se
     info = benchmark_info(sets, traces)
     oracle = lb.ensure_oracle(board, sets, info)
     assert set(oracle["tracks"]) == {t.name for t in GPU_TRACKS}
-    assert set(info["tracks"]) == {t.name for t in BOARD_TRACKS}  # what a build scores: the batch tracks too
+    # what a build scores: the batch tracks too, and no sampled track for a benchmark with no sampled traces
+    assert set(info["tracks"]) == {t.name for t in BOARD_TRACKS if t.regime.greedy}
     for name in ("recycling", "suffix-automaton"):
         lb.run_submission(board, Submission.builtin(name), sets, info, "baseline", QUICK)
     shown = board.entries(info["hash"])
@@ -85,7 +87,7 @@ def test_an_entry_is_scored_on_every_track_and_the_board_shows_each(tmp_path, se
         bound = oracle["tracks"][track.name]
         assert bound["score_topk"] >= bound["score"] > 1.0
     md = render.markdown(shown, info)
-    assert "## GPU tracks" in md and "### track h100-8b" in md and re.search(r"\| - \| oracle \+ top-k +\| bound", md)
+    assert "## Tracks" in md and "### track h100-8b" in md and re.search(r"\| - \| oracle \+ top-k +\| bound", md)
     ranking = track_ranking(shown, "h100-8b")
     assert [e.name for e in ranking] == sorted(
         ["recycling", "suffix-automaton"], key=lambda n: -next(e for e in shown if e.name == n).tracks["h100-8b"].score)
@@ -130,14 +132,64 @@ def test_an_entry_that_plans_nothing_is_run_once_for_the_tracks_of_one_budget(tm
     for name in ("suffix-automaton", "recycling"):
         lb.run_submission(board, Submission.builtin(name), sets, info, "baseline", QUICK)
     assert len([r for r in runs if r[0] == "suffix-automaton"]) == 2  # cpu, and one for every other track
-    assert len([r for r in runs if r[0] == "recycling"]) == 1 + len(BOARD_TRACKS)
+    greedy = [t for t in BOARD_TRACKS if t.regime.greedy]  # no sampled traces here: no sampled track
+    assert len([r for r in runs if r[0] == "recycling"]) == 1 + len(greedy)
     shown = {e.name: e for e in board.entries(info["hash"])}
     fixed = shown["suffix-automaton"].tracks
-    assert all(fixed[t.name].ok for t in BOARD_TRACKS)
+    assert all(fixed[t.name].ok for t in greedy)
     # one run, several prices: the same drafts, other forward costs (and, at a batch, drafting priced too)
-    taus = {t.name: [g.tau for g in fixed[t.name].groups.values()] for t in BOARD_TRACKS}
+    taus = {t.name: [g.tau for g in fixed[t.name].groups.values()] for t in greedy}
     assert len({tuple(v) for v in taus.values()}) == 1
     assert fixed["flat"].score != fixed["h100-8b"].score != fixed["h100-8b-b128"].score
+
+
+#: an entry that plans for sampling at temperature 1.0 only: it refuses to run in a greedy setting
+SAMPLED_ONLY = FLAT_ONLY.replace("class FlatOnly", "class SampledOnly").replace(
+    "setting.profile.cost(64) != setting.profile.cost(1) or not setting.regime.greedy", "setting.regime.temperature != 1.0")
+
+
+@pytest.fixture(scope="module")
+def sampled_traces(traces) -> Path:
+    """The toy benchmark's sampled traces at temperature 1.0, beside its greedy ones (as shipped: ``<folder>/t1``)."""
+    return make_trace_folder(regime_folder(traces, SAMPLED), seed=5, cases=1, regime=SAMPLED)
+
+
+def test_a_sampled_track_replays_the_benchmark_s_sampled_traces(tmp_path, sets, traces, sampled_traces, monkeypatch):
+    sampled = sampled_sets(traces)
+    assert list(sampled) == ["t1"] and sampled["t1"][0].cases[0].sampling is not None
+    info = benchmark_info(sets, traces, sampled)
+    assert info["regimes"]["t1"]["hash"] == benchmark_hash(sampled["t1"]) != info["hash"]
+    assert info["tracks"]["cpu-t1"]["regime"] == SAMPLED.describe() and info["tracks"]["flat"]["regime"] == "greedy"
+    monkeypatch.setattr(lb, "BUILD_TRACKS", (GPU_TRACKS[0], *SAMPLED_TRACKS))
+    board = Board(tmp_path)
+    oracle = lb.ensure_oracle(board, sets, info, sampled)
+    cpu_t1 = oracle["tracks"]["cpu-t1"]
+    # the oracle of the sampled cases, priced under their own (CPU) profile, not of the greedy ones
+    assert cpu_t1["tau"] == oracle_track(sampled["t1"], sampled["t1"][0].profile)["tau"] != oracle["tau"]
+    assert cpu_t1["benchmark"] == info["regimes"]["t1"]["hash"] and "benchmark" not in oracle["tracks"]["flat"]
+    entry = lb.run_submission(board, Submission.builtin("suffix-automaton"), sets, info, "baseline", QUICK,
+                              sampled=sampled)
+    assert set(entry["tracks"]) == {"flat", "cpu-t1", "h100-8b-t1"}
+    alone = evaluate(Submission.builtin("suffix-automaton"), sampled["t1"], QUICK)
+    assert entry["tracks"]["cpu-t1"]["tau"] == lb.track_scores(alone.cases, "suffix-automaton", {},
+                                                                 sampled["t1"][0].profile)["tau"]
+    shown = {e.name: e for e in board.entries(info["hash"])}
+    assert lb.scored_on_tracks(shown["suffix-automaton"], info)
+    # sampled traces recorded again (another hash): the entry is scored again
+    assert not lb.scored_on_tracks(shown["suffix-automaton"], {**info, "regimes": {"t1": {"hash": "0" * 16}}})
+    # a benchmark without sampled traces: the sampled tracks are left out, not failed
+    plain = lb.run_submission(board, Submission.builtin("suffix-automaton"), sets, info, "baseline", QUICK)
+    assert set(plain["tracks"]) == {"flat"}
+    assert "sampled at temperature 1" in render.markdown(list(shown.values()), info)
+
+
+def test_the_sandbox_hands_a_sampled_track_s_regime_to_an_entry_that_plans(tmp_path, sets, traces, sampled_traces):
+    entry = tmp_path / "sampled_only.py"
+    entry.write_text(SAMPLED_ONLY)
+    sampled = evaluate(Submission.file(entry), sampled_sets(traces)["t1"], QUICK)
+    assert sampled.ok, sampled.reason
+    greedy = evaluate(Submission.file(entry), sets, QUICK)
+    assert not greedy.ok and "planned for a flat profile only" in greedy.reason
 
 
 # -- the top-k bound ---------------------------------------------------------------------------------------

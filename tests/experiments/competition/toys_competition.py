@@ -11,6 +11,7 @@ where ``make setup`` installs bubblewrap and libseccomp), so CI never passes by 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from pathlib import Path
@@ -19,11 +20,13 @@ import numpy as np
 import pytest
 
 from decoding.target import TopRows
-from experiments.benchmarks.traces import TraceCase, append_case
+from experiments.benchmarks.traces import (TraceCase, append_case, case_seed, load_trace_sets, sampling_of,
+                                           write_benchmark)
 from experiments.competition import confine, isolation
 from experiments.competition.sandbox import Limits
 from lookup.base import MAX_TOP
 from pldcore.cost import CostProfile
+from pldcore.setting import GREEDY, Regime
 
 VOCAB = 64
 #: where set, a missing isolation layer fails the tests that need it instead of skipping them
@@ -58,8 +61,10 @@ def make_case(rng, name: str, category: str, turn: int = 1, doc: int = 48, out: 
 
 
 def make_trace_folder(folder: Path, seed: int = 0, tasks=("copy", "chat"), cases: int = 2,
-                      profile: CostProfile | None = None) -> Path:
-    """A trace folder shaped like the recorder's: <task>-n40.jsonl.gz files and a profile.json."""
+                      profile: CostProfile | None = None, regime: Regime = GREEDY) -> Path:
+    """A trace folder shaped like the recorder's: <task>-n40.jsonl.gz files and a profile.json; its
+    cases as if decoded in ``regime`` (a sampled one: each with its seed, and a BENCHMARK.json, as a
+    finished recording has)."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
     for task in tasks:
@@ -67,9 +72,14 @@ def make_trace_folder(folder: Path, seed: int = 0, tasks=("copy", "chat"), cases
             multi = task == "chat"
             for turn in (1, 2) if multi else (1,):
                 name = f"{task}/{i:03d}" + (f"#{turn}" if multi else "")
-                append_case(folder / f"{task}-n40.jsonl.gz", make_case(rng, name, task, turn))
+                case = make_case(rng, name, task, turn)
+                if not regime.greedy:
+                    case = dataclasses.replace(case, sampling=sampling_of(regime, case_seed(seed, name)))
+                append_case(folder / f"{task}-n40.jsonl.gz", case)
     (profile or CostProfile((1, 2, 8, 64), (0.06, 0.09, 0.1, 0.25), model="toy", device="cpu")).save(
         folder / "profile.json")
+    if not regime.greedy:
+        write_benchmark(folder, load_trace_sets(folder))
     return folder
 
 

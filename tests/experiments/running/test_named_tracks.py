@@ -79,8 +79,8 @@ def test_a_sampled_track_named_by_profile_sets_the_regime_and_refuses_another():
     assert greedy.temperature == 0.0 and track_regime(None) == GREEDY and track_regime("x.json") == GREEDY
 
 
-def test_a_build_scores_the_batch_tracks_too():
+def test_a_build_scores_the_sampled_and_batch_tracks_too():
     from experiments.competition import entries
     from experiments.competition.scoring import BOARD_TRACKS
 
-    assert entries.BUILD_TRACKS == BOARD_TRACKS == (*GPU_TRACKS, *BATCH_TRACKS)
+    assert entries.BUILD_TRACKS == BOARD_TRACKS == (*GPU_TRACKS, *SAMPLED_TRACKS, *BATCH_TRACKS)
