@@ -110,7 +110,7 @@ BROKEN = {
                     ctypes.string_at(0)  # a null-pointer read: the interpreter dies
                 return Draft([])
         """),
-    "timeout": ("timeout", r"no answer to propose within 0.35 s \(limit 50 ms \+ 0.3 s grace\); killed", """
+    "timeout": ("timeout", r"no answer to propose within 1.05 s \(limit 50 ms \+ 1 s grace\); killed", """
         import time
         class Sleepy(Live):
             def propose(self, budget):
