@@ -340,39 +340,40 @@ def region_beyond(view: View) -> str:
 
 #: region name -> what renders it
 def region_gpu_tracks(view: View) -> str:
-    """Per track but the CPU one (public cases): the oracle, the bound that also knows the top-k, our best entry
-    and the best peer, each with its score and share of the track's oracle gain, and per group our
-    best's share (the board's ``## GPU tracks`` tables hold every entry)."""
-    oracle = view.oracle
+    """Per shipped benchmark and track but the CPU one (public cases): the oracle, the bound that also
+    knows the top-k, our best entry and the best peer, each with its score and share of the track's
+    oracle gain, and our best's lowest group (the board's ``## Tracks`` tables hold every entry)."""
     rows = []
-    for track in track_names(view.entries):
-        bound = (track_scores(oracle, track) if oracle is not None else None) or Scores()
-        ranking = track_ranking(view.entries, track)
-        ours = next((e for e in ranking if not e.is_peer), None)
-        peer = next((e for e in ranking if e.is_peer), None)
-        groups = sorted(bound.groups)
+    for v in (view, *view.others):
+        oracle = v.oracle
+        for track in track_names(v.entries):
+            bound = (track_scores(oracle, track) if oracle is not None else None) or Scores()
+            ranking = track_ranking(v.entries, track)
+            ours = next((e for e in ranking if not e.is_peer), None)
+            peer = next((e for e in ranking if e.is_peer), None)
+            groups = sorted(bound.groups)
 
-        def cell(e: Entry | None) -> str:
-            scores = track_scores(e, track) if e is not None else None
-            if scores is None:
-                return "-"
-            return f"{_name(e)} {_speedup_and_share(scores.score, bound.score)}"
+            def cell(e: Entry | None, track: str = track, bound: Scores = bound) -> str:
+                scores = track_scores(e, track) if e is not None else None
+                if scores is None:
+                    return "-"
+                return f"{_name(e)} {_speedup_and_share(scores.score, bound.score)}"
 
-        worst = None
-        if ours is not None and groups:
-            shares = {g: oracle_gain(_group(track_scores(ours, track), g).est_speedup, bound.groups[g].est_speedup)
-                      for g in groups}
-            known = {g: v for g, v in shares.items() if v is not None}
-            worst = min(known.items(), key=lambda kv: kv[1]) if known else None
-        rows.append([md(track, 40), _x(bound.score), _x(bound.score_topk), cell(ours), cell(peer),
-                     f"{md(worst[0], 60)} {_pct(worst[1])}" if worst else "-"])
+            worst = None
+            if ours is not None and groups:
+                shares = {g: oracle_gain(_group(track_scores(ours, track), g).est_speedup,
+                                         bound.groups[g].est_speedup) for g in groups}
+                known = {g: value for g, value in shares.items() if value is not None}
+                worst = min(known.items(), key=lambda kv: kv[1]) if known else None
+            rows.append([_model_of(v), md(track, 40), _x(bound.score), _x(bound.score_topk), cell(ours), cell(peer),
+                         f"{md(worst[0], 60)} {_pct(worst[1])}" if worst else "-"])
     if not rows:
         return "The board has no tracks yet: `python experiments/leaderboard.py build` scores them."
-    table = render(["track", "oracle", "oracle + top-k", "our best", "best peer", "our best's lowest group"],
+    table = render(["model", "track", "oracle", "oracle + top-k", "our best", "best peer", "our best's lowest group"],
                    rows, markdown=True)
-    return ("Per track (`docs/competition.md`: every entry replayed planning and priced under the track's profile, in"
-            " its regime and batch; public cases): estimated speedup and the share of the track's oracle gain.\n\n"
-            + table)
+    return ("Per model and track (`docs/competition.md`: every entry replayed planning and priced under the track's"
+            " profile, in its regime and batch; public cases): estimated speedup and the share of the track's oracle"
+            " gain.\n\n" + table)
 
 
 #: the tracks of a setting other than greedy decoding of one request at a time, as the per-group
