@@ -47,7 +47,12 @@ def unfold_runs(embedded, cases):
     return [decoding.generate(embedded, ids, lookup.create("unfold"), max_new_tokens=MAX_NEW) for ids, _ in cases]
 
 
-@pytest.mark.parametrize("name", ["none", "unfold", "random"])
+# none and random on the embedded model run in `make test-slow` (CI): unfold here decodes the same prompts on
+# the same model (its steps without a match draft nothing, as none does), test_tree_model.py's random trees
+# have the embedded model reject drafts, and test_families.py checks the random drafter's chains against
+# greedy on a tiny model of every family (llama, the embedded model's, among them)
+@pytest.mark.parametrize("name", [pytest.param("none", marks=pytest.mark.slow), "unfold",
+                                  pytest.param("random", marks=pytest.mark.slow)])
 def test_identical_to_transformers_greedy(embedded, cases, name, request):
     runs = request.getfixturevalue("unfold_runs") if name == "unfold" else None
     for i, (ids, reference) in enumerate(cases):

@@ -148,11 +148,11 @@ def check(label, counts, exact, drafted, accepted):
 _none_outputs: dict[str, np.ndarray] = {}  # plain-sampling outputs per parameter set
 
 
-def none_outputs(target, params) -> np.ndarray:
-    """Plain sampling (drafter ``none``) with the same seeds, computed once per parameter set."""
-    key = repr(sorted(params.items()))
+def none_outputs(target, params, n: int = N) -> np.ndarray:
+    """Plain sampling (drafter ``none``) with the same seeds 0..n-1, computed once per parameter set."""
+    key = repr((sorted(params.items()), n))
     if key not in _none_outputs:
-        _none_outputs[key] = run(target, lookup.create("none"), params)[1]
+        _none_outputs[key] = run(target, lookup.create("none"), params, n)[1]
     return _none_outputs[key]
 
 
@@ -186,9 +186,12 @@ def test_random_drafter(target):
 def test_always_wrong_drafter_with_top_k_top_p(target):
     exact = target.sequence_distribution(PROMPT, **TRUNCATED)
     assert (exact == 0).any()  # the truncation removes tokens
-    counts, _, drafted, accepted = run(target, WrongDrafter(target.table, length=2), TRUNCATED)
+    # its drafts carry no q: like every deterministic drafter it runs N_DET seeds and must give, token for
+    # token, what `none` gives with the same seeds (the stronger check, see above)
+    counts, outputs, drafted, accepted = run(target, WrongDrafter(target.table, length=2), TRUNCATED, N_DET)
     check("always-wrong, top-k/top-p", counts, exact, drafted, accepted)
     assert drafted > 0 and accepted == 0  # its tokens have probability exactly 0
+    np.testing.assert_array_equal(outputs, none_outputs(target, TRUNCATED, N_DET))
 
 
 def test_drafter_with_q_and_top_k_top_p(target):

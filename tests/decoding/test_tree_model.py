@@ -31,7 +31,14 @@ DRAFTERS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(DRAFTERS))
+# the voting trees run in `make test-slow` (CI): test_families.py checks voting-tree against greedy on a tiny
+# model of every family (llama, the embedded model's, among them), test_tree.py adaptive over it on a tiny
+# model, and random-tree here checks the embedded model's tree verification, its nodes accepted and rejected
+SLOW_HERE = {"voting-tree", "adaptive-voting-tree"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_HERE else n
+                                  for n in sorted(DRAFTERS)])
 def test_trees_are_identical_to_transformers_greedy(embedded, cases, name):
     trees = accepted = 0
     for ids, reference in cases:

@@ -78,7 +78,11 @@ def test_a_subcommands_options_are_suggested_for_a_wrong_flag_after_it(capsys):
     assert "unknown choice 'sumbit'; did you mean 'submit'?" in capsys.readouterr().err
 
 
+# The two live runs on the embedded model run in `make test-slow` (CI; `make test-readme` runs `make run ARGS=...`
+# too): a live comparison's run and rows are test_live.py's on a tiny model, reusing rows is test_store.py's,
+# a stream's replay test_replay.py's, and the embedded model's identity to greedy test_lossless_model.py's.
 @pytest.mark.model
+@pytest.mark.slow
 def test_small_comparison_writes_rows_and_resumes(tmp_path, capsys, embedded, monkeypatch, live_profile):
     import decoding
 
@@ -104,6 +108,7 @@ def test_small_comparison_writes_rows_and_resumes(tmp_path, capsys, embedded, mo
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_a_live_stream_serves_every_case_with_one_drafter_and_runs_them_all_again(tmp_path, embedded, monkeypatch,
                                                                                   live_profile):
     import decoding

@@ -128,7 +128,10 @@ def test_right_padding_is_refused(model):
                        pad_token_id=0)
 
 
+# `make test-slow` (CI): test_every_drafter_gives_plain_greedy_output runs every drafter through the same
+# generate() on a tiny Llama, and the embedded model's greedy identity is test_lossless_model.py's
 @pytest.mark.model
+@pytest.mark.slow
 def test_every_drafter_on_the_embedded_model_equals_plain_greedy(embedded):
     ids = torch.tensor([embedded.chat_ids("Repeat exactly: the cat sat on the mat, and the cat sat on the mat.")])
     reference = embedded.model.generate(ids, max_new_tokens=32, do_sample=False)[0].tolist()

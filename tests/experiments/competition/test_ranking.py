@@ -20,20 +20,31 @@ STATUSES = (OK, DISQUALIFIED, PENDING, "")
 SCORES = st.none() | st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0]) | st.floats(0.01, 10.0)
 
 
+# the strategies are built once, here: built inside the composites at every draw, their construction
+# and validation cost more than the examples they draw (the same draws either way)
+GROUPS = st.dictionaries(st.sampled_from(["copy", "chat", "code"]), st.builds(GroupScores, est_speedup=SCORES),
+                         max_size=3)
+NAMES = st.lists(st.text("abcdef", min_size=1, max_size=3), unique=True, max_size=12)
+
+
 @st.composite
 def scores(draw) -> Scores:
-    groups = draw(st.dictionaries(st.sampled_from(["copy", "chat", "code"]),
-                                  st.builds(GroupScores, est_speedup=SCORES), max_size=3))
+    groups = draw(GROUPS)
     return Scores(status=draw(st.sampled_from(STATUSES)), score=draw(SCORES), groups=groups)
+
+
+SCORES_OF = scores()
+FRESH = st.none() | SCORES_OF
+TRACKS = st.dictionaries(st.sampled_from(["flat", "h100"]), SCORES_OF, max_size=2)
+KIND = st.sampled_from(KINDS)
 
 
 @st.composite
 def boards(draw) -> list[Entry]:
     """Entries of unique names (ties in score are likely: a few scores drawn often)."""
-    names = draw(st.lists(st.text("abcdef", min_size=1, max_size=3), unique=True, max_size=12))
-    return [Entry(name=n, kind=draw(st.sampled_from(KINDS)), benchmark="b", public=draw(scores()),
-                  fresh=draw(st.none() | scores()), tracks=draw(st.dictionaries(st.sampled_from(["flat", "h100"]),
-                                                                              scores(), max_size=2)))
+    names = draw(NAMES)
+    return [Entry(name=n, kind=draw(KIND), benchmark="b", public=draw(SCORES_OF), fresh=draw(FRESH),
+                  tracks=draw(TRACKS))
             for n in names]
 
 

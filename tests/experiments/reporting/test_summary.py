@@ -23,27 +23,34 @@ METHODS = ("hf-greedy", "unfold", "voting")
 CATEGORIES = ("code-edit", "mt-bench", "summarization")
 
 
+# the strategies a row draws from, built once: built inside the composite at every draw, their
+# construction costs more than the rows (the same draws either way)
+CATEGORY, METHOD, TURN, CASE_NO = st.sampled_from(CATEGORIES), st.sampled_from(METHODS), st.integers(1, 2), st.integers(0, 5)
+STEPS, BOOL, COUNT, DRAFTS = st.lists(st.integers(0, 8), max_size=6), st.booleans(), st.integers(0, 500), st.integers(0, 100)
+MAYBE_POSITIVE, PREFILL, MAYBE_BOOL = st.none() | positive, st.sampled_from([0.0, 1e-4]), st.none() | st.booleans()
+
+
 @st.composite
 def result_rows(draw, method=None):
     """One row with every optional field drawn present or absent, as live runs and replays leave them."""
-    category = draw(st.sampled_from(CATEGORIES))
-    turn = draw(st.integers(1, 2))
+    category = draw(CATEGORY)
+    turn = draw(TURN)
     multi = category == "mt-bench"
-    case = f"{category}/{draw(st.integers(0, 5)):03d}" + (f"#{turn}" if multi else "")
-    steps = draw(st.lists(st.integers(0, 8), max_size=6))
-    measured = draw(st.booleans())
-    priced = draw(st.booleans())
+    case = f"{category}/{draw(CASE_NO):03d}" + (f"#{turn}" if multi else "")
+    steps = draw(STEPS)
+    measured = draw(BOOL)
+    priced = draw(BOOL)
     return case_row(
         case=case, category=category, turn=turn if multi else 1,
-        method=method or draw(st.sampled_from(METHODS)),
-        new_tokens=draw(st.integers(0, 500)), forwards=draw(st.integers(0, 500)),
-        drafted=draw(st.integers(0, 100)), accepted=draw(st.integers(0, 100)),
-        drafter_us_per_step=draw(st.none() | positive),
+        method=method or draw(METHOD),
+        new_tokens=draw(COUNT), forwards=draw(COUNT),
+        drafted=draw(DRAFTS), accepted=draw(DRAFTS),
+        drafter_us_per_step=draw(MAYBE_POSITIVE),
         wall_s=draw(positive) if measured else None,
-        speedup=draw(st.none() | positive) if measured else None,
+        speedup=draw(MAYBE_POSITIVE) if measured else None,
         est_plain_s=draw(positive) if priced else None, est_run_s=draw(positive) if priced else None,
-        est_prefill_s=draw(st.sampled_from([0.0, 1e-4])) if priced else None,
-        identical=draw(st.none() | st.booleans()), accepted_lengths=steps, contexts=list(range(100, 100 + len(steps))),
+        est_prefill_s=draw(PREFILL) if priced else None,
+        identical=draw(MAYBE_BOOL), accepted_lengths=steps, contexts=list(range(100, 100 + len(steps))),
     )
 
 
