@@ -72,6 +72,9 @@ class ReadsSampling(abc.ABC):
     """A proposer that builds each request's drafter for the request's regime once it can read vLLM's
     input batch (:class:`decoding.integrations.vllm.DrafterProposer`): what :class:`SamplingLink` links."""
 
+    #: drafters built for requests, by the name of the regime each was built for
+    built: dict[str, int]
+
     @abc.abstractmethod
     def read_sampling_from(self, input_batch: SamplingSource) -> None:
         """From now on, read each new request's regime from ``input_batch()`` (vLLM's ``InputBatch``)."""
@@ -91,6 +94,12 @@ class SamplingLink:
             return False
         proposer.read_sampling_from(lambda: runner.input_batch)
         return True
+
+    def pld_regimes_built(self) -> dict[str, int] | None:
+        """The drafters the worker's proposer has built since the engine started, by regime name (a
+        check that the link works); None where the worker runs another proposer or none."""
+        proposer = getattr(getattr(self, "model_runner", None), "drafter", None)
+        return dict(proposer.built) if isinstance(proposer, ReadsSampling) else None
 
 
 def link_sampling(llm: Any) -> bool:

@@ -108,10 +108,10 @@ def test_the_worker_extension_links_our_proposer_to_the_runners_input_batch():
     assert worker.pld_link_sampling() is True and p.regime_source == LINKED
     runner.input_batch = input_batch([(1.0, VOCAB, 1.0)])  # the runner rebuilt its input batch
     call(p, ROWS[:1])
-    assert p.kept[0].regime == Regime(1.0)
+    assert p.kept[0].regime == Regime(1.0) and worker.pld_regimes_built() == {"t1": 1}
     for other in (SimpleNamespace(drafter=object()), SimpleNamespace(drafter=None), None):
         worker.model_runner = other  # vLLM's own proposer, no speculation, no runner: nothing to link
-        assert worker.pld_link_sampling() is False
+        assert worker.pld_link_sampling() is False and worker.pld_regimes_built() is None
 
 
 @pytest.mark.parametrize("drafter", ["suffix-automaton", "adaptive"])
