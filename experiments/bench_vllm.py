@@ -5,6 +5,7 @@ model-free methods and with our drafters, measured in interleaved rounds.
     PLD_LAB_MODEL_DIR=DIR .venv-vllm/bin/python experiments/bench_vllm.py [--batches 1,4,16,32] [--prompts 32]
         [--max-new-tokens 128] [--rounds 3] [--engines auto|kept|restart]
         [--methods none,ngram,ngram@schedule,suffix,suffix-automaton,frequency] [--json results/bench_vllm.json]
+        [--temperature 1.0 [--top-p 1.0] [--seed 0]]
 
 Run it with the vLLM venv's Python. ``make bench-vllm`` builds that venv (arctic-inference included,
 for ``suffix``) and sets ``PLD_LAB_MODEL_DIR`` to the embedded model's converted checkpoint, as
@@ -21,7 +22,8 @@ proposer (``decoding.integrations.vllm.DrafterProposer``) with its batch rule, o
 when written ``SPEC@whole``. Every speculative method drafts at most ``--k`` (5) tokens a step.
 
 Measurement. At batch ``b`` the same ``--prompts`` prompts (input-grounded: summarization, doc-qa,
-code-edit, chat-templated) go in consecutive groups of ``b``, one ``llm.generate`` each, greedy;
+code-edit, chat-templated) go in consecutive groups of ``b``, one ``llm.generate`` each, greedy, or
+sampled with ``--temperature`` and ``--top-p``, the request of prompt ``i`` seeded ``--seed`` + ``i``;
 tokens/s is generated tokens over the wall time of those calls (prefill included). A machine shared
 with other work drifts over minutes, so the methods are interleaved: ``--rounds`` rounds, and in each
 every method at every batch size. With every engine kept alive (``--engines kept``; each holds a KV
@@ -43,7 +45,12 @@ engines in one process they count one engine only). The proposer's own time, vLL
 is taken inside the engine (:class:`ProposerClock`, mixed into its worker): wall and CPU seconds of
 its calls, per measurement, and in the table its microseconds per step and its share of the
 measured time. Each request's output is compared with ``none``'s at the same batch size in the same
-round. Prints a table and the verdicts, and writes JSON with every measurement, every request, the
+round: greedy, every output must equal it. Sampled, the count is reported, not claimed: vLLM's
+rejection sampler draws its own random numbers for draft tokens, so a seeded output with speculation
+is not expected to equal one without (:func:`identity_line`); the run says where they first differ
+and whether ``none`` reproduces itself. Our proposer is linked to each request's sampling parameters
+(:class:`ProposerClock` is a :class:`~decoding.integrations.vllm_sampling.SamplingLink`) and reports
+the drafters it built, by regime. Prints a table and the verdicts, and writes JSON with every measurement, every request, the
 thread settings (the engine runs one OpenMP thread, which is also a torch thread, per core in
 ``VLLM_CPU_OMP_THREADS_BIND``), memory, versions and load averages.
 """
