@@ -41,7 +41,8 @@ after a 1-token match are accepted far less often than drafts after an 8-token o
 from the drafter's :meth:`~lookup.base.Drafter.match_length`; a drafter that reports none has all
 its drafts in one bucket). The rates are learnt with :class:`lookup.acceptance.AcceptanceRates`
 from every request (decayed) and, per request, from its own committed tokens on top of those (a
-request's learner takes every request's as its prior). Each offered draft is judged against the tokens
+request's learner takes every request's as its prior; requests of one regime share one table, as a
+sampled token is accepted far less often than a greedy one). Each offered draft is judged against the tokens
 committed after it, once they decide it, so the nodes the rule withheld are judged too (greedy
 decoding commits the same tokens whatever was sent; a sampled token equals a withheld node with the
 probability vLLM would have accepted it with) and a row that drafted nothing still learns.
@@ -217,8 +218,8 @@ class _Request:
     drafter: Drafter
     tokens: np.ndarray  # [n] int64: every token the drafter has been given
     #: [B, k] this request's P(node accepted | nodes before it accepted), by match-length bucket and
-    #: depth; its prior (``rates.parent``) is the same, learnt from every request, the proposer's one
-    #: table (None: no batch rule)
+    #: depth; its prior (``rates.parent``) is the same, learnt from every request of its regime, the
+    #: proposer's one table for that regime (None: no batch rule)
     rates: AcceptanceRates | None = None
     offered: np.ndarray = field(default_factory=lambda: EMPTY_TOKENS)  # [d] int64: the last offered draft
     offered_bucket: int = 0  # its match-length bucket
@@ -361,8 +362,8 @@ class DrafterProposer(ReadsSampling):
         self.kept: list[_Request] = []  # the requests seen lately
         self.by_slot: dict[int, _Request] = {}  # batch row -> its request, at the last step
         self.resets = 0  # new requests recognised (drafters built)
-        #: acceptance rates learnt from every request: a new request's starting point
-        self.shared = self.rule.shared_rates(self.k) if self.rule is not None else None
+        #: acceptance rates learnt from every request of a regime (by its name): a new request's starting point
+        self.shared: dict[str, AcceptanceRates] = {}
         self.clock = clock
         #: the last call's start and the nodes it sent each request (by id), for the step that verifies them
         self._last_call: tuple[float, dict[int, int]] | None = None
@@ -448,6 +449,13 @@ class DrafterProposer(ReadsSampling):
         linked it (:meth:`read_sampling_from`), else greedy (:data:`~decoding.integrations.vllm_sampling.UNLINKED`)."""
         return GREEDY if self._sampling is None else batch_row_regime(self._sampling(), slot)
 
+    def shared_rates(self, regime: Regime) -> AcceptanceRates:
+        """The acceptance rates every request of ``regime`` learns into (made at the rule's priors
+        when its first request comes); requires a batch rule."""
+        if regime.name not in self.shared:
+            self.shared[regime.name] = self.rule.shared_rates(self.k)
+        return self.shared[regime.name]
+
     def _request_of(self, row: np.ndarray, slot: int, taken) -> _Request:
         """The kept request ``row`` continues (the one last seen in this row first), else a new one,
         its drafter built for the row's regime."""
@@ -461,7 +469,7 @@ class DrafterProposer(ReadsSampling):
         if self.history is not None:
             share_history(drafter, self.history)
         drafter.reset(row.tolist())
-        rates = self.rule.request_rates(self.shared) if self.rule is not None else None
+        rates = self.rule.request_rates(self.shared_rates(regime)) if self.rule is not None else None
         # its first row is the prompt and the first token sampled: the output starts there
         self.kept.append(_Request(drafter, row.copy(), rates, prompt=max(len(row) - 1, 0), regime=regime))
         self.resets += 1

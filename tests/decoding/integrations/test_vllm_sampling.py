@@ -119,3 +119,15 @@ def test_greedy_rows_draft_as_before_when_linked(drafter):
     linked, unlinked = proposer(drafter), proposer(drafter)
     linked.read_sampling_from(lambda: input_batch([(0.0, VOCAB, 1.0)] * 3))
     assert call(linked, ROWS) == call(unlinked, ROWS)
+
+
+def test_the_batch_rule_learns_each_regimes_acceptance_apart():
+    # a sampled token is accepted far less often than a greedy one: one regime's rates must not
+    # price the other's drafts
+    config = SimpleNamespace(model_config=SimpleNamespace(model=MODEL, tokenizer=None), additional_config=None)
+    p = DrafterProposer(config, drafter="suffix-automaton", num_speculative_tokens=K)  # with the batch rule
+    p.read_sampling_from(lambda: input_batch([(0.0, VOCAB, 1.0), (1.0, VOCAB, 1.0), (1.0, VOCAB, 1.0)]))
+    call(p, ROWS)
+    greedy, sampled, other = (r.rates.parent for r in p.kept)
+    assert greedy is p.shared_rates(GREEDY) and sampled is other is p.shared_rates(Regime(1.0))
+    assert greedy is not sampled and sorted(p.shared) == ["greedy", "t1"]
