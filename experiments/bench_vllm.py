@@ -207,8 +207,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--ignore-eos", action="store_true", help="always generate --max-new-tokens tokens")
     ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy; else every request samples")
     ap.add_argument("--top-p", type=float, default=1.0, help="top-p of the sampled requests (1: off)")
-    ap.add_argument("--seed", type=int, default=0,
-                    help="sampled requests' seeds: this plus the prompt's index (the same at every batch and round)")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="seed sampled requests: this plus the prompt's index (the same at every batch and round); "
+                         "vLLM 0.32's CPU worker fails on a seeded request whose prefill is split over steps")
     ap.add_argument("--json", default="results/bench_vllm.json", help="where to write the results")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke test: 2 prompts, batches 1 and 2, 32 tokens, 2 rounds")
@@ -513,14 +514,21 @@ def engine_facts(llm: Any) -> dict:
 
 
 def sampling_params(args: argparse.Namespace, index: int) -> Any:
-    """vLLM's ``SamplingParams`` for the prompt at ``index``: greedy, or ``args.regime`` with the seed
-    ``args.seed + index`` (its own generator: the same draws whatever batch it is served in)."""
+    """vLLM's ``SamplingParams`` for the prompt at ``index``: greedy, or ``args.regime``, with the seed
+    ``args.seed + index`` where ``args.seed`` is set (its own generator: the same draws whatever batch
+    it is served in). Unseeded requests draw from the engine's generator (``LLM(seed=0)``), so what
+    they sample depends on what ran before them.
+
+    vLLM 0.32's CPU worker fails on a seeded request whose sampled token it discards, as it does
+    while a prefill is split over steps (``RuntimeError: CPU Generator does not use offset``, in
+    ``_bookkeeping_sync``): a batch whose prompts exceed ``max_num_batched_tokens``, as 16 of ours do."""
     from vllm import SamplingParams
 
     regime = args.regime
     if regime.greedy:
         return SamplingParams(temperature=0, max_tokens=args.max_new_tokens, ignore_eos=args.ignore_eos)
-    return SamplingParams(temperature=regime.temperature, top_p=regime.top_p, seed=args.seed + index,
+    seed = None if args.seed is None else args.seed + index
+    return SamplingParams(temperature=regime.temperature, top_p=regime.top_p, seed=seed,
                           max_tokens=args.max_new_tokens, ignore_eos=args.ignore_eos)
 
 
@@ -646,7 +654,7 @@ def reproduced(outputs: dict[tuple[str, int, int], list], method: str = "none") 
 
 
 def identity_line(rows: Sequence[Measurement], records: Sequence[dict], outputs: dict[tuple[str, int, int], list],
-                  regime: Regime, seed: int) -> str:
+                  regime: Regime, seed: int | None) -> str:
     """What "same as none" says of the run, in one line. Greedy: every output should equal no
     speculation's. Sampled: vLLM's rejection sampler draws a uniform from the request's generator
     for each draft token, and samples the token after a rejection from another distribution, so its
@@ -660,7 +668,8 @@ def identity_line(rows: Sequence[Measurement], records: Sequence[dict], outputs:
     firsts = [r["first_difference"] for r in records if r.get("first_difference") is not None]
     same, checked = reproduced(outputs)
     where = f"; the others first differ at token {median(firsts):g} (median)" if firsts else ""
-    return (f"sampled ({regime.describe()}, seed {seed} + the prompt's index): {compared - differ}/{compared} outputs "
+    seeds = "unseeded" if seed is None else f"seed {seed} + the prompt's index"
+    return (f"sampled ({regime.describe()}, {seeds}): {compared - differ}/{compared} outputs "
             f"with speculation equal no speculation's{where}. Not a test of losslessness: vLLM's rejection sampler "
             f"draws its own random numbers for draft tokens, so seeded outputs with speculation are not expected to "
             f"equal no speculation's (no speculation reproduces itself across batch sizes and rounds: {same}/{checked})")
@@ -826,7 +835,7 @@ def write_json(out: Path, args: argparse.Namespace, rows: list[Measurement], sum
             "prompts": [p.id for p in prompts], "prompt_tokens": [len(p.ids) for p in prompts],
             "max_new_tokens": args.max_new_tokens, "ignore_eos": args.ignore_eos, "k": args.k,
             "regime": args.regime.name, "temperature": args.temperature, "top_p": args.top_p,
-            "seed": None if args.regime.greedy else args.seed, "same_as_none": identity,
+            "seed": args.seed, "same_as_none": identity,
             "ngram_min_max": args.ngram, "ngram_schedule": args.ngram_schedule,
             "suffix_cached_requests": args.suffix_cached_requests, "threads": threads,
             "ld_preload": os.environ.get("LD_PRELOAD", ""), "versions": versions(), "engines": engines,

@@ -206,7 +206,8 @@ def test_user_mistakes_are_one_line(bench, monkeypatch, capsys):
 def test_sampled_runs_are_asked_for_and_bad_values_are_one_line(bench, capsys):
     from pldcore.setting import GREEDY, Regime
 
-    assert bench.parse_args(["--model", "M"]).regime == GREEDY
+    unseeded = bench.parse_args(["--model", "M", "--temperature", "1"])
+    assert bench.parse_args(["--model", "M"]).regime == GREEDY and unseeded.seed is None
     args = bench.parse_args(["--model", "M", "--temperature", "1", "--top-p", "0.9", "--seed", "7"])
     assert args.regime == Regime(1.0, 0, 0.9) and args.seed == 7
     assert bench.main(["--model", str(ROOT), "--temperature", "-1"]) == 2
@@ -221,6 +222,7 @@ def test_a_sampled_request_gets_the_seed_of_its_prompt_whatever_its_batch(bench)
     assert (a.temperature, a.top_p, a.seed, b.seed, a.max_tokens) == (1.0, 1.0, 7, 10, 9)
     greedy = bench.sampling_params(bench.parse_args(["--model", "M"]), 3)
     assert greedy.temperature == 0 and greedy.seed is None
+    assert bench.sampling_params(bench.parse_args(["--model", "M", "--temperature", "1"]), 3).seed is None
 
 
 def test_under_sampling_identity_is_reported_and_not_claimed(bench):
@@ -241,6 +243,7 @@ def test_under_sampling_identity_is_reported_and_not_claimed(bench):
     assert "2/4 outputs with speculation equal" in sampled and "token 1 (median)" in sampled
     assert "Not a test of losslessness" in sampled and "reproduces itself across batch sizes and rounds: 2/2" in sampled
     assert bench.identity_line(rows, records, outputs, GREEDY, 0).startswith("SOME OUTPUTS DIFFER")
+    assert "(temperature 1, top-k 0, top-p 1, unseeded)" in bench.identity_line(rows, records, outputs, Regime(1.0), None)
 
 
 def test_the_clock_links_our_proposer_and_reports_its_drafters_by_regime(bench):
