@@ -669,10 +669,12 @@ def identity_line(rows: Sequence[Measurement], records: Sequence[dict], outputs:
     same, checked = reproduced(outputs)
     where = f"; the others first differ at token {median(firsts):g} (median)" if firsts else ""
     seeds = "unseeded" if seed is None else f"seed {seed} + the prompt's index"
+    why = ("unseeded requests draw from the engine's generator, so no two runs are expected to agree" if seed is None
+           else "vLLM's rejection sampler draws its own random numbers for draft tokens, so seeded outputs with "
+                "speculation are not expected to equal no speculation's")
     return (f"sampled ({regime.describe()}, {seeds}): {compared - differ}/{compared} outputs "
-            f"with speculation equal no speculation's{where}. Not a test of losslessness: vLLM's rejection sampler "
-            f"draws its own random numbers for draft tokens, so seeded outputs with speculation are not expected to "
-            f"equal no speculation's (no speculation reproduces itself across batch sizes and rounds: {same}/{checked})")
+            f"with speculation equal no speculation's{where}. Not a test of losslessness: {why} "
+            f"(no speculation reproduces itself across batch sizes and rounds: {same}/{checked})")
 
 
 # --------------------------------------------------------------------------- statistics
