@@ -5,6 +5,7 @@ model-free methods and with our drafters, measured in interleaved rounds.
     PLD_LAB_MODEL_DIR=DIR .venv-vllm/bin/python experiments/bench_vllm.py [--batches 1,4,16,32] [--prompts 32]
         [--max-new-tokens 128] [--rounds 3] [--engines auto|kept|restart]
         [--methods none,ngram,ngram@schedule,suffix,suffix-automaton,frequency] [--json results/bench_vllm.json]
+        [--temperature 1.0 [--top-p 1.0] [--seed 0]]
 
 Run it with the vLLM venv's Python. ``make bench-vllm`` builds that venv (arctic-inference included,
 for ``suffix``) and sets ``PLD_LAB_MODEL_DIR`` to the embedded model's converted checkpoint, as
@@ -21,7 +22,8 @@ proposer (``decoding.integrations.vllm.DrafterProposer``) with its batch rule, o
 when written ``SPEC@whole``. Every speculative method drafts at most ``--k`` (5) tokens a step.
 
 Measurement. At batch ``b`` the same ``--prompts`` prompts (input-grounded: summarization, doc-qa,
-code-edit, chat-templated) go in consecutive groups of ``b``, one ``llm.generate`` each, greedy;
+code-edit, chat-templated) go in consecutive groups of ``b``, one ``llm.generate`` each, greedy, or
+sampled with ``--temperature`` and ``--top-p``, the request of prompt ``i`` seeded ``--seed`` + ``i``;
 tokens/s is generated tokens over the wall time of those calls (prefill included). A machine shared
 with other work drifts over minutes, so the methods are interleaved: ``--rounds`` rounds, and in each
 every method at every batch size. With every engine kept alive (``--engines kept``; each holds a KV
@@ -43,7 +45,12 @@ engines in one process they count one engine only). The proposer's own time, vLL
 is taken inside the engine (:class:`ProposerClock`, mixed into its worker): wall and CPU seconds of
 its calls, per measurement, and in the table its microseconds per step and its share of the
 measured time. Each request's output is compared with ``none``'s at the same batch size in the same
-round. Prints a table and the verdicts, and writes JSON with every measurement, every request, the
+round: greedy, every output must equal it. Sampled, the count is reported, not claimed: vLLM's
+rejection sampler draws its own random numbers for draft tokens, so a seeded output with speculation
+is not expected to equal one without (:func:`identity_line`); the run says where they first differ
+and whether ``none`` reproduces itself. Our proposer is linked to each request's sampling parameters
+(:class:`ProposerClock` is a :class:`~decoding.integrations.vllm_sampling.SamplingLink`) and reports
+the drafters it built, by regime. Prints a table and the verdicts, and writes JSON with every measurement, every request, the
 thread settings (the engine runs one OpenMP thread, which is also a torch thread, per core in
 ``VLLM_CPU_OMP_THREADS_BIND``), memory, versions and load averages.
 """
@@ -80,7 +87,9 @@ from experiments.benchmarks.tasks import Prompt, load_task  # noqa: E402
 from experiments.reporting.repeats import Spread, quartiles, verdict  # noqa: E402  (standard library only)
 from experiments.running.store import git_sha  # noqa: E402
 from experiments.running.store import versions as package_versions  # noqa: E402
+from decoding.integrations.vllm_sampling import SamplingLink, link_sampling  # noqa: E402  (no drafter, no numba)
 from pldcore.errors import PLDError  # noqa: E402
+from pldcore.setting import Regime  # noqa: E402
 
 PROPOSER = "decoding.integrations.vllm.DrafterProposer"  # loaded by vLLM's engine process by this path
 CLOCK = "experiments.bench_vllm.ProposerClock"  # mixed into the engine's worker by this path
@@ -196,6 +205,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="our proposer's batch_rule setting, as JSON (e.g. '{\"fixed_tokens\": 4}')")
     ap.add_argument("--threads-bind", default=None, help="VLLM_CPU_OMP_THREADS_BIND (default: every core we may use)")
     ap.add_argument("--ignore-eos", action="store_true", help="always generate --max-new-tokens tokens")
+    ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy; else every request samples")
+    ap.add_argument("--top-p", type=float, default=1.0, help="top-p of the sampled requests (1: off)")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="seed sampled requests: this plus the prompt's index (the same at every batch and round); "
+                         "vLLM 0.32's CPU worker fails on a seeded request whose prefill is split over steps")
     ap.add_argument("--json", default="results/bench_vllm.json", help="where to write the results")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke test: 2 prompts, batches 1 and 2, 32 tokens, 2 rounds")
@@ -211,6 +225,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         raise PLDError(f"--batches and --ngram take integers, --batch-rule JSON: {exc}") from None
     args.ngram_schedule = parse_schedule(args.ngram_schedule)
     args.methods = list(dict.fromkeys(m.strip() for m in args.methods.split(",") if m.strip()))
+    try:
+        args.regime = Regime(args.temperature, 0, args.top_p)
+    except PLDError as exc:
+        raise PLDError(f"--temperature / --top-p: {exc}") from None
     return args
 
 
@@ -432,6 +450,9 @@ class Engines:
         self.live[method] = (llm, stack)
         self.starts += 1
         self.facts[method] = engine_facts(llm)
+        if "speculative_config" in self.settings[method]:  # it has the worker extension
+            # our proposer reads each request's regime from then on; vLLM's own have nothing to link
+            self.facts[method]["sampling_linked"] = link_sampling(llm)
         warm_up(llm, self.prompts)
         return llm
 
@@ -441,15 +462,16 @@ class Engines:
         self.live.clear()
 
 
-class ProposerClock:
+class ProposerClock(SamplingLink):
     """Mixed into vLLM's worker (``worker_extension_cls``): times its proposer's ``propose`` calls,
-    vLLM's own (ngram, suffix) and ours alike, inside the engine process."""
+    vLLM's own (ngram, suffix) and ours alike, inside the engine process; links our proposer to the
+    requests' sampling parameters (:class:`~decoding.integrations.vllm_sampling.SamplingLink`)."""
 
     def pld_proposer_clock(self) -> dict | None:
         """What the proposer's calls took since the last call of this (the first call starts the
         clock): calls, rows drafted for (every row of a call), wall and CPU (this thread's) seconds;
-        with our proposer, the prices its batch rule has learnt so far. None where the engine has no
-        proposer."""
+        with our proposer, the prices its batch rule has learnt so far and the drafters it has built,
+        by regime, since the engine started. None where the engine has no proposer."""
         drafter = getattr(getattr(self, "model_runner", None), "drafter", None)
         if drafter is None:
             return None
@@ -474,6 +496,8 @@ class ProposerClock:
         costs = getattr(drafter, "costs", None)
         learnt = costs.tokens() if costs is not None else None
         read["learnt_prices"] = None if learnt is None else [float(x) for x in learnt]
+        # our proposer's drafters by the regime each was built for: the requests' own, once linked
+        read["regimes"] = self.pld_regimes_built()
         return read
 
 
@@ -487,6 +511,25 @@ def engine_facts(llm: Any) -> dict:
     scheduler = getattr(getattr(llm.llm_engine, "vllm_config", None), "scheduler_config", None)
     return {name: getattr(scheduler, name, None)
             for name in ("max_num_batched_tokens", "max_num_scheduled_tokens", "max_num_seqs")}
+
+
+def sampling_params(args: argparse.Namespace, index: int) -> Any:
+    """vLLM's ``SamplingParams`` for the prompt at ``index``: greedy, or ``args.regime``, with the seed
+    ``args.seed + index`` where ``args.seed`` is set (its own generator: the same draws whatever batch
+    it is served in). Unseeded requests draw from the engine's generator (``LLM(seed=0)``), so what
+    they sample depends on what ran before them.
+
+    vLLM 0.32's CPU worker fails on a seeded request whose sampled token it discards, as it does
+    while a prefill is split over steps (``RuntimeError: CPU Generator does not use offset``, in
+    ``_bookkeeping_sync``): a batch whose prompts exceed ``max_num_batched_tokens``, as 16 of ours do."""
+    from vllm import SamplingParams
+
+    regime = args.regime
+    if regime.greedy:
+        return SamplingParams(temperature=0, max_tokens=args.max_new_tokens, ignore_eos=args.ignore_eos)
+    seed = None if args.seed is None else args.seed + index
+    return SamplingParams(temperature=regime.temperature, top_p=regime.top_p, seed=seed,
+                          max_tokens=args.max_new_tokens, ignore_eos=args.ignore_eos)
 
 
 def warm_up(llm: Any, prompts: list[BenchPrompt], tokens: int = 16) -> None:
@@ -554,9 +597,6 @@ def measure(llm: Any, slot: Slot, prompts: list[BenchPrompt], args: argparse.Nam
             ) -> tuple[Measurement, list[list[int]], list[dict]]:
     """Run every prompt in consecutive groups of ``slot.batch``: the measurement, each prompt's output
     ids and its request record."""
-    from vllm import SamplingParams
-
-    params = SamplingParams(temperature=0, max_tokens=args.max_new_tokens, ignore_eos=args.ignore_eos)
     warm_up(llm, prompts[:1], tokens=4)  # wake an engine that sat idle while the others ran
     speculative = slot.method != "none"
     if speculative:
@@ -568,6 +608,7 @@ def measure(llm: Any, slot: Slot, prompts: list[BenchPrompt], args: argparse.Nam
     for start in range(0, len(prompts), slot.batch):
         group = prompts[start: start + slot.batch]
         t0 = time.perf_counter()
+        params = [sampling_params(args, start + j) for j in range(len(group))]
         results = llm.generate([{"prompt_token_ids": p.ids} for p in group], params, use_tqdm=False)
         seconds += time.perf_counter() - t0
         for p, r in zip(group, results):
@@ -582,8 +623,11 @@ def measure(llm: Any, slot: Slot, prompts: list[BenchPrompt], args: argparse.Nam
 
 def compare(rows: Sequence[Measurement], records: Sequence[dict], outputs: dict[tuple[str, int, int], list],
             prompts: list[BenchPrompt]) -> None:
-    """Note on each row, and each request record, whether the greedy outputs equal no speculation's
-    at the same batch size in the same round (``outputs`` by (method, batch, round))."""
+    """Note on each row, and each request record, whether the outputs equal no speculation's at the
+    same batch size in the same round (``outputs`` by (method, batch, round)); on each record, where
+    they first differ (``first_difference``: a token index, None where equal)."""
+    from decoding.lossless import first_difference
+
     for row in rows:
         plain = outputs.get(("none", row.batch, row.round))
         if plain is None or row.method == "none":
@@ -595,7 +639,42 @@ def compare(rows: Sequence[Measurement], records: Sequence[dict], outputs: dict[
         plain = outputs.get(("none", rec["batch"], rec["round"]))
         if plain is not None and rec["method"] != "none":
             i = [p.id for p in prompts].index(rec["prompt"])
-            rec["same_as_none"] = outputs[(rec["method"], rec["batch"], rec["round"])][i] == plain[i]
+            mine = outputs[(rec["method"], rec["batch"], rec["round"])][i]
+            rec["same_as_none"] = mine == plain[i]
+            rec["first_difference"] = first_difference(mine, plain[i])
+
+
+def reproduced(outputs: dict[tuple[str, int, int], list], method: str = "none") -> tuple[int, int]:
+    """How many of ``method``'s outputs at every other batch size and round equal its outputs at the
+    first batch size in the first round, of how many compared: whether its (seeded) runs reproduce
+    themselves."""
+    keys = sorted((k for k in outputs if k[0] == method), key=lambda k: (k[2], k[1]))
+    same = [a == b for k in keys[1:] for a, b in zip(outputs[k], outputs[keys[0]])] if keys else []
+    return sum(same), len(same)
+
+
+def identity_line(rows: Sequence[Measurement], records: Sequence[dict], outputs: dict[tuple[str, int, int], list],
+                  regime: Regime, seed: int | None) -> str:
+    """What "same as none" says of the run, in one line. Greedy: every output should equal no
+    speculation's. Sampled: vLLM's rejection sampler draws a uniform from the request's generator
+    for each draft token, and samples the token after a rejection from another distribution, so its
+    generator's draws, and with them the tokens, part from no speculation's at the first step with a
+    draft: equal outputs are not expected, and a difference says nothing of the output's distribution."""
+    differ = sum(len(r.differing) for r in rows)
+    compared = sum(r.same_as_none + len(r.differing) for r in rows if r.same_as_none is not None)
+    if regime.greedy:
+        return ("every output equals no speculation's" if not differ
+                else "SOME OUTPUTS DIFFER from no speculation's (see JSON)")
+    firsts = [r["first_difference"] for r in records if r.get("first_difference") is not None]
+    same, checked = reproduced(outputs)
+    where = f"; the others first differ at token {median(firsts):g} (median)" if firsts else ""
+    seeds = "unseeded" if seed is None else f"seed {seed} + the prompt's index"
+    why = ("unseeded requests draw from the engine's generator, so no two runs are expected to agree" if seed is None
+           else "vLLM's rejection sampler draws its own random numbers for draft tokens, so seeded outputs with "
+                "speculation are not expected to equal no speculation's")
+    return (f"sampled ({regime.describe()}, {seeds}): {compared - differ}/{compared} outputs "
+            f"with speculation equal no speculation's{where}. Not a test of losslessness: {why} "
+            f"(no speculation reproduces itself across batch sizes and rounds: {same}/{checked})")
 
 
 # --------------------------------------------------------------------------- statistics
@@ -738,17 +817,18 @@ def run(args: argparse.Namespace) -> int:
         line = "; ".join(f"{mine} vs {other}: {v}" for b, mine, other, v in matchups if b == batch)
         if line:
             print(f"batch {batch}: {line}")
-    same = not any(r.differing for r in rows)
-    print("every output equals no speculation's" if same else "SOME OUTPUTS DIFFER from no speculation's (see JSON)")
+    identity = {"line": identity_line(rows, records, outputs, args.regime, args.seed),
+                "none_reproduced": reproduced(outputs)}
+    print(identity["line"])
     write_json(Path(args.json), args, rows, summaries, records, matchups, rounds, prompts, threads, settings,
-               pool, memory, elapsed, load_before, load_after)
+               pool, memory, elapsed, load_before, load_after, identity)
     return 0
 
 
 def write_json(out: Path, args: argparse.Namespace, rows: list[Measurement], summaries: list[Summary],
                records: list[dict], matchups: list, rounds: list[dict], prompts: list[BenchPrompt], threads: dict,
                settings: dict, pool: Engines, memory: dict, elapsed: float, load_before: tuple,
-               load_after: tuple) -> None:
+               load_after: tuple, identity: dict) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     engines = {m: {**{k: v for k, v in s.items() if k != "model"}, "engine": pool.facts.get(m)}
                for m, s in settings.items()}
@@ -756,6 +836,8 @@ def write_json(out: Path, args: argparse.Namespace, rows: list[Measurement], sum
             "engines_kept": pool.kept, "engine_starts": pool.starts, "memory": memory,
             "prompts": [p.id for p in prompts], "prompt_tokens": [len(p.ids) for p in prompts],
             "max_new_tokens": args.max_new_tokens, "ignore_eos": args.ignore_eos, "k": args.k,
+            "regime": args.regime.name, "temperature": args.temperature, "top_p": args.top_p,
+            "seed": args.seed, "same_as_none": identity,
             "ngram_min_max": args.ngram, "ngram_schedule": args.ngram_schedule,
             "suffix_cached_requests": args.suffix_cached_requests, "threads": threads,
             "ld_preload": os.environ.get("LD_PRELOAD", ""), "versions": versions(), "engines": engines,

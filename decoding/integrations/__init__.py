@@ -1,5 +1,5 @@
 """Our loop and drafters where people decode: transformers' ``generate()`` (:mod:`.hf`) and vLLM
-(:mod:`.vllm`).
+(:mod:`.vllm`, with :mod:`.vllm_sampling`).
 
 Each adapter imports the engine it adapts; importing this package imports none of them. The
 adapters are attributes all the same, imported on first use (PEP 562): after ``import decoding``,
@@ -12,7 +12,7 @@ import importlib
 from types import ModuleType
 
 #: the adapter modules, importable as attributes of this package
-ADAPTERS = ("drafters", "hf", "vllm")
+ADAPTERS = ("drafters", "hf", "vllm", "vllm_sampling")
 __all__ = list(ADAPTERS)
 
 

@@ -41,9 +41,11 @@ after a 1-token match are accepted far less often than drafts after an 8-token o
 from the drafter's :meth:`~lookup.base.Drafter.match_length`; a drafter that reports none has all
 its drafts in one bucket). The rates are learnt with :class:`lookup.acceptance.AcceptanceRates`
 from every request (decayed) and, per request, from its own committed tokens on top of those (a
-request's learner takes every request's as its prior). Each offered draft is judged against the tokens
+request's learner takes every request's as its prior; requests of one regime share one table, as a
+sampled token is accepted far less often than a greedy one). Each offered draft is judged against the tokens
 committed after it, once they decide it, so the nodes the rule withheld are judged too (greedy
-decoding commits the same tokens whatever was sent) and a row that drafted nothing still learns.
+decoding commits the same tokens whatever was sent; a sampled token equals a withheld node with the
+probability vLLM would have accepted it with) and a row that drafted nothing still learns.
 Configure it with ``additional_config={"pld_lab": {"batch_rule": {...}}}`` (``BatchRule``'s
 fields), or ``"batch_rule": false`` to send every offered draft whole.
 
@@ -52,6 +54,14 @@ History: with a drafter spec that keeps a history of earlier requests (``history
 shares one: each follows its own request through it (a cursor), and a request's output (its tokens
 after its first row's prompt) joins it once no row has continued the request for
 ``KEEP_ABSENT_STEPS`` steps (steps are ``propose`` calls: an idle engine adds nothing). A history of another kind (the peers') is refused when the engine starts.
+
+Sampling: each request's drafter is built for the request's own regime (its temperature, top-k and
+top-p: the acceptance fit of that regime, where one is shipped, else the model's greedy fit, as
+:func:`pldcore.fits.fits_for` falls back) when the proposer can read vLLM's input batch: vLLM 0.32
+hands a custom proposer no sampling parameters, so a worker extension links them
+(:class:`decoding.integrations.vllm_sampling.SamplingLink`); unlinked, every drafter is built for
+greedy decoding (:attr:`DrafterProposer.regime_source` says which). A request's regime is read once,
+when its drafter is built.
 
 This module imports no vLLM: the proposer is plain Python over numpy arrays, and the drafter is
 chosen without code: ``additional_config={"pld_lab": {"drafter": SPEC}}``, else the environment
@@ -70,11 +80,12 @@ import numpy as np
 
 from decoding.integrations.drafters import asks_for_history, drafter_spec, history_of, share_history
 from decoding.integrations.step_costs import StepCosts, step_profile
+from decoding.integrations.vllm_sampling import LINKED, UNLINKED, ReadsSampling, SamplingSource, batch_row_regime
 from decoding.vocab import vocab_strings
 from lookup.acceptance import BUCKETS, AcceptanceRates, match_bucket
 from lookup.base import EMPTY_TOKENS, Draft, Drafter, hand_vocab
 from pldcore.errors import PLDError
-from pldcore.setting import GREEDY, Setting, model_key
+from pldcore.setting import GREEDY, Regime, Setting, model_key
 
 #: the drafter spec when none is configured. Not ``lookup.DEFAULT_DRAFTER`` (``adaptive``), for
 #: measured reasons (the vLLM benchmark and the proposer's timings in docs/integrations.md;
@@ -207,8 +218,8 @@ class _Request:
     drafter: Drafter
     tokens: np.ndarray  # [n] int64: every token the drafter has been given
     #: [B, k] this request's P(node accepted | nodes before it accepted), by match-length bucket and
-    #: depth; its prior (``rates.parent``) is the same, learnt from every request, the proposer's one
-    #: table (None: no batch rule)
+    #: depth; its prior (``rates.parent``) is the same, learnt from every request of its regime, the
+    #: proposer's one table for that regime (None: no batch rule)
     rates: AcceptanceRates | None = None
     offered: np.ndarray = field(default_factory=lambda: EMPTY_TOKENS)  # [d] int64: the last offered draft
     offered_bucket: int = 0  # its match-length bucket
@@ -216,6 +227,7 @@ class _Request:
     pending: list[tuple[int, np.ndarray, int]] = field(default_factory=list)
     absent: int = 0  # steps since a row last matched it
     prompt: int = 0  # tokens of its first row that came before its output
+    regime: Regime = GREEDY  # how vLLM samples its tokens, as its drafter was built for
 
     def extends(self, row: np.ndarray) -> bool:
         """Whether ``row`` ([m] token ids) continues the tokens this request has seen."""
@@ -243,7 +255,10 @@ class _Request:
     def learn(self) -> None:
         """Judge each pending draft once the committed tokens decide it: nodes up to the first miss
         (or all) were checked, the ones before it hit. Under greedy decoding the committed tokens do
-        not depend on what was sent, so a node the rule withheld is judged as if it had been sent."""
+        not depend on what was sent, so a node the rule withheld is judged as if it had been sent;
+        under sampling a withheld node is judged by whether the sampled token equals it, which has
+        the probability it would have been accepted with (vLLM accepts a draft token sent without
+        probabilities with the target's probability of it)."""
         if self.rates is None:
             return
         undecided = []
@@ -315,7 +330,7 @@ def engine_vocab(vllm_config: Any) -> tuple[str, ...] | None:
     return vocab_strings(tokenizer)
 
 
-class DrafterProposer:
+class DrafterProposer(ReadsSampling):
     """A vLLM custom proposer running a pld-lab drafter per request (see the module docstring).
 
     ``drafter`` and ``batch_rule`` override the settings in ``vllm_config`` (``batch_rule`` takes the
@@ -347,11 +362,20 @@ class DrafterProposer:
         self.kept: list[_Request] = []  # the requests seen lately
         self.by_slot: dict[int, _Request] = {}  # batch row -> its request, at the last step
         self.resets = 0  # new requests recognised (drafters built)
-        #: acceptance rates learnt from every request: a new request's starting point
-        self.shared = self.rule.shared_rates(self.k) if self.rule is not None else None
+        #: acceptance rates learnt from every request of a regime (by its name): a new request's starting point
+        self.shared: dict[str, AcceptanceRates] = {}
         self.clock = clock
         #: the last call's start and the nodes it sent each request (by id), for the step that verifies them
         self._last_call: tuple[float, dict[int, int]] | None = None
+        #: vLLM's input batch, where the worker linked it (:meth:`read_sampling_from`): the rows' regimes
+        self._sampling: SamplingSource | None = None
+        self.regime_source = UNLINKED  # where a new request's regime comes from, in words
+        self.built: dict[str, int] = {}  # drafters built for requests, by their regime's name
+
+    def read_sampling_from(self, input_batch: SamplingSource) -> None:
+        """Build each new request's drafter for the regime ``input_batch()`` (vLLM's ``InputBatch``,
+        whose rows are ``propose``'s rows) gives its row, from now on."""
+        self._sampling, self.regime_source = input_batch, LINKED
 
     @staticmethod
     def _speculative_tokens(vllm_config: Any, k: int | None) -> int:
@@ -361,15 +385,16 @@ class DrafterProposer:
             raise PLDError(f"num_speculative_tokens must be an integer >= 1, got {k!r}")
         return k
 
-    def setting(self, batch: int) -> Setting:
-        """Where a request's drafter runs: the served model, greedy (the regime of each request is its
-        own; the drafters' fits are greedy ones), at ``batch`` rows, priced by the step prices the
-        engine's steps taught so far (:func:`~decoding.integrations.step_costs.step_profile`; the
-        batch rule's hand fit before they say, or without a rule)."""
+    def setting(self, batch: int, regime: Regime = GREEDY) -> Setting:
+        """Where a request's drafter runs: the served model, in the request's ``regime`` (its fit, or
+        the model's greedy fit where that regime has none: :meth:`Setting.of`), at ``batch`` rows,
+        priced by the step prices the engine's steps taught so far
+        (:func:`~decoding.integrations.step_costs.step_profile`; the batch rule's hand fit before
+        they say, or without a rule)."""
         learnt = self.costs.tokens() if self.costs is not None else None
         rule = self.rule or BatchRule()
         fixed, row = learnt if learnt is not None else (rule.fixed_tokens, rule.row_tokens)
-        return Setting.of(self.model, step_profile(fixed, row, batch, model_key(self.model)), GREEDY, batch,
+        return Setting.of(self.model, step_profile(fixed, row, batch, model_key(self.model)), regime, batch,
                           profile_source="the engine's step prices" if learnt is not None else "the batch rule's hand fit")
 
     def load_model(self, *args, **kwargs) -> None:
@@ -419,21 +444,36 @@ class DrafterProposer:
         fixed, row = learnt if learnt is not None else (self.rule.fixed_tokens, self.rule.row_tokens)
         return batch_cut([r.path_probs() for r in requests], fixed, row)
 
+    def regime_of(self, slot: int) -> Regime:
+        """How vLLM samples the request in batch row ``slot``: from its input batch where the worker
+        linked it (:meth:`read_sampling_from`), else greedy (:data:`~decoding.integrations.vllm_sampling.UNLINKED`)."""
+        return GREEDY if self._sampling is None else batch_row_regime(self._sampling(), slot)
+
+    def shared_rates(self, regime: Regime) -> AcceptanceRates:
+        """The acceptance rates every request of ``regime`` learns into (made at the rule's priors
+        when its first request comes); requires a batch rule."""
+        if regime.name not in self.shared:
+            self.shared[regime.name] = self.rule.shared_rates(self.k)
+        return self.shared[regime.name]
+
     def _request_of(self, row: np.ndarray, slot: int, taken) -> _Request:
-        """The kept request ``row`` continues (the one last seen in this row first), else a new one."""
+        """The kept request ``row`` continues (the one last seen in this row first), else a new one,
+        its drafter built for the row's regime."""
         last = self.by_slot.get(slot)
         for request in ([last] if last is not None else []) + self.kept:
             if all(request is not t for t in taken) and request.extends(row):
                 return request
-        drafter = self.drafter_spec.build(self.setting(max(len(taken) + 1, len(self.by_slot))))
+        regime = self.regime_of(slot)
+        drafter = self.drafter_spec.build(self.setting(max(len(taken) + 1, len(self.by_slot)), regime))
         hand_vocab(drafter, self.vocab)
         if self.history is not None:
             share_history(drafter, self.history)
         drafter.reset(row.tolist())
-        rates = self.rule.request_rates(self.shared) if self.rule is not None else None
+        rates = self.rule.request_rates(self.shared_rates(regime)) if self.rule is not None else None
         # its first row is the prompt and the first token sampled: the output starts there
-        self.kept.append(_Request(drafter, row.copy(), rates, prompt=max(len(row) - 1, 0)))
+        self.kept.append(_Request(drafter, row.copy(), rates, prompt=max(len(row) - 1, 0), regime=regime))
         self.resets += 1
+        self.built[regime.name] = self.built.get(regime.name, 0) + 1
         return self.kept[-1]
 
     def _age(self, slots: dict[int, _Request]) -> None:

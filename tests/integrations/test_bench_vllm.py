@@ -169,7 +169,7 @@ def test_the_proposer_clock_times_whichever_proposer_the_worker_has(bench):
 
     worker = bench.ProposerClock()
     worker.model_runner = SimpleNamespace(drafter=Proposer())
-    started = {"calls": 0, "rows": 0, "seconds": 0.0, "cpu_seconds": 0.0, "learnt_prices": None}
+    started = {"calls": 0, "rows": 0, "seconds": 0.0, "cpu_seconds": 0.0, "learnt_prices": None, "regimes": None}
     assert worker.pld_proposer_clock() == started  # starts it
     assert worker.model_runner.drafter.propose("a", "b") == [[1, 2], [1, 2]]  # the drafts pass through
     worker.model_runner.drafter.propose("a")
@@ -201,3 +201,63 @@ def test_user_mistakes_are_one_line(bench, monkeypatch, capsys):
     assert bench.main(["--model", str(ROOT), "--ngram-schedule", "2-4:1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --ngram-schedule") and "\n" not in err
+
+
+def test_sampled_runs_are_asked_for_and_bad_values_are_one_line(bench, capsys):
+    from pldcore.setting import GREEDY, Regime
+
+    unseeded = bench.parse_args(["--model", "M", "--temperature", "1"])
+    assert bench.parse_args(["--model", "M"]).regime == GREEDY and unseeded.seed is None
+    args = bench.parse_args(["--model", "M", "--temperature", "1", "--top-p", "0.9", "--seed", "7"])
+    assert args.regime == Regime(1.0, 0, 0.9) and args.seed == 7
+    assert bench.main(["--model", str(ROOT), "--temperature", "-1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --temperature / --top-p: temperature must be") and "\n" not in err
+
+
+def test_a_sampled_request_gets_the_seed_of_its_prompt_whatever_its_batch(bench):
+    pytest.importorskip("vllm")
+    sampled = bench.parse_args(["--model", "M", "--temperature", "1", "--seed", "7", "--max-new-tokens", "9"])
+    a, b = bench.sampling_params(sampled, 0), bench.sampling_params(sampled, 3)
+    assert (a.temperature, a.top_p, a.seed, b.seed, a.max_tokens) == (1.0, 1.0, 7, 10, 9)
+    greedy = bench.sampling_params(bench.parse_args(["--model", "M"]), 3)
+    assert greedy.temperature == 0 and greedy.seed is None
+    assert bench.sampling_params(bench.parse_args(["--model", "M", "--temperature", "1"]), 3).seed is None
+
+
+def test_under_sampling_identity_is_reported_and_not_claimed(bench):
+    from pldcore.setting import GREEDY, Regime
+
+    M = bench.Measurement
+    rows = [M("none", 1, 0, 4, 1.0, 4.0), M("ours", 1, 0, 4, 1.0, 4.0), M("none", 4, 0, 4, 1.0, 4.0),
+            M("ours", 4, 0, 4, 1.0, 4.0)]
+    prompts = [bench.BenchPrompt("p/0", [1]), bench.BenchPrompt("p/1", [2])]
+    outputs = {("none", 1, 0): [[5, 6], [7, 8]], ("ours", 1, 0): [[5, 6], [7, 9]],
+               ("none", 4, 0): [[5, 6], [7, 8]], ("ours", 4, 0): [[5, 1], [7, 8]]}
+    records = [{"method": "ours", "batch": 1, "round": 0, "prompt": "p/1"},
+               {"method": "ours", "batch": 4, "round": 0, "prompt": "p/0"}]
+    bench.compare(rows, records, outputs, prompts)
+    assert [r["first_difference"] for r in records] == [1, 1]
+    assert bench.reproduced(outputs) == (2, 2) and bench.reproduced(outputs, "ours") == (0, 2)
+    sampled = bench.identity_line(rows, records, outputs, Regime(1.0), 0)
+    assert "2/4 outputs with speculation equal" in sampled and "token 1 (median)" in sampled
+    assert "Not a test of losslessness" in sampled and "reproduces itself across batch sizes and rounds: 2/2" in sampled
+    assert bench.identity_line(rows, records, outputs, GREEDY, 0).startswith("SOME OUTPUTS DIFFER")
+    unseeded = bench.identity_line(rows, records, outputs, Regime(1.0), None)
+    assert "(temperature 1, top-k 0, top-p 1, unseeded)" in unseeded and "no two runs are expected to agree" in unseeded
+
+
+def test_the_clock_links_our_proposer_and_reports_its_drafters_by_regime(bench):
+    import numpy as np
+
+    from decoding.integrations.vllm import DrafterProposer
+
+    proposer = DrafterProposer(drafter="suffix-automaton", num_speculative_tokens=3)
+    batch = SimpleNamespace(temperature_cpu=np.array([1.0], np.float32), top_k_cpu=np.array([10], np.int32),
+                            top_p_cpu=np.array([1.0], np.float32), vocab_size=10)
+    worker = bench.ProposerClock()
+    worker.model_runner = SimpleNamespace(drafter=proposer, input_batch=batch)
+    assert worker.pld_link_sampling() is True
+    worker.pld_proposer_clock()
+    proposer.propose([[3]], np.array([4]), np.array([[1, 2, 1, 2]]))
+    assert worker.pld_proposer_clock()["regimes"] == {"t1": 1}

@@ -2,7 +2,8 @@
 
 SmolLM2 at batch 4, requests of different lengths finishing at different times: the output with
 our drafters proposing equals vLLM's own without speculation, and drafts are accepted; with a history
-shared by the requests, a second batch of the same requests gets more of its drafts accepted.
+shared by the requests, a second batch of the same requests gets more of its drafts accepted. Sampled
+requests get drafters built for their own regime.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ SCRIPT = Path(__file__).with_name("vllm_generate.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def generate(drafter: str | None = None, passes: int = 1) -> dict:
+def generate(drafter: str | None = None, passes: int = 1, temperature: float = 0.0) -> dict:
     model = os.environ.get("PLD_LAB_MODEL_DIR")
     if not model:
         pytest.skip("PLD_LAB_MODEL_DIR (the converted embedded model) is not set; run `make test-vllm`")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    args = [drafter, str(passes)] if drafter else []
+    args = [drafter, str(passes), str(temperature)] if drafter else []
     out = subprocess.run([sys.executable, str(SCRIPT), model, *args], capture_output=True, text=True, timeout=600,
                          env=env)
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
@@ -43,6 +44,7 @@ def plain() -> dict:
 def test_our_drafters_inside_vllm_keep_its_output_and_get_drafts_accepted(plain, drafter):
     ours = generate(drafter)
     assert ours["tokens"] == plain["tokens"]
+    assert set(ours["regimes"]) == {"greedy"}  # linked: each request's drafter built for greedy decoding
     assert len({len(t) for t in plain["tokens"]}) > 1  # the requests did finish at different times
     assert ours["metrics"]["vllm:spec_decode_num_drafts"] > 0
     assert ours["metrics"]["vllm:spec_decode_num_accepted_tokens"] > 0
@@ -57,3 +59,10 @@ def test_a_history_shared_by_vllms_requests_keeps_its_output_and_copies_earlier_
     accepted = [r["metrics"]["vllm:spec_decode_num_accepted_tokens"] for r in (per_request, shared)]
     assert accepted[1] > 1.2 * accepted[0], accepted
 
+
+
+def test_sampled_requests_get_drafters_built_for_their_regime():
+    # vLLM 0.32 tells a custom proposer no request's sampling parameters: the worker extension links them
+    sampled = generate("adaptive", temperature=1.0)
+    assert set(sampled["regimes"]) == {"t1"} and sampled["regimes"]["t1"] >= 4  # one (or more) a request
+    assert sampled["metrics"]["vllm:spec_decode_num_drafts"] > 0

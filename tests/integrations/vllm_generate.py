@@ -1,9 +1,12 @@
 """Run vLLM on the embedded model, with or without our proposer, and print what it generated as JSON.
 
-    python tests/integrations/vllm_generate.py MODEL_DIR [DRAFTER_SPEC [PASSES]]
+    python tests/integrations/vllm_generate.py MODEL_DIR [DRAFTER_SPEC [PASSES [TEMPERATURE]]]
 
 With PASSES = 2 the same requests are served twice, one batch after the other (a drafter that keeps
-a history can copy the second batch's answers from the first's).
+a history can copy the second batch's answers from the first's). With TEMPERATURE > 0 the requests
+sample (request i with seed i). With a drafter, the proposer is linked to the requests' sampling
+parameters (decoding.integrations.vllm_sampling.SamplingLink), and the result says for which regimes
+it built its drafters.
 
 A script of its own (not a test module): vLLM spawns its engine process, which must be started
 under ``if __name__ == "__main__"``.
@@ -32,7 +35,7 @@ TEXTS = [
 MAX_TOKENS = [96, 64, 80, 48]  # requests of different lengths, finishing at different times
 
 
-def main(model: str, drafter: str | None, passes: int = 1) -> dict:
+def main(model: str, drafter: str | None, passes: int = 1, temperature: float = 0.0) -> dict:
     from transformers import AutoTokenizer
     from vllm import LLM, SamplingParams
 
@@ -46,17 +49,25 @@ def main(model: str, drafter: str | None, passes: int = 1) -> dict:
         settings["speculative_config"] = {"method": "custom_class", "num_speculative_tokens": 5,
                                           "model": "decoding.integrations.vllm.DrafterProposer"}
         settings["additional_config"] = {"pld_lab": {"drafter": drafter}}
+        settings["worker_extension_cls"] = "decoding.integrations.vllm_sampling.SamplingLink"
     llm = LLM(**settings)
+    if drafter:
+        from decoding.integrations.vllm_sampling import link_sampling
+
+        assert link_sampling(llm)
+    params = [SamplingParams(temperature=temperature, max_tokens=n, seed=i if temperature else None)
+              for i, n in enumerate(MAX_TOKENS)]
     tokens = []
     for _ in range(passes):
-        outputs = llm.generate(prompts, [SamplingParams(temperature=0, max_tokens=n) for n in MAX_TOKENS])
+        outputs = llm.generate(prompts, params)
         tokens.append([list(o.outputs[0].token_ids) for o in outputs])
     metrics = {m.name: getattr(m, "value", getattr(m, "values", None)) for m in llm.get_metrics()
                if m.name.startswith("vllm:spec_decode")}
-    return {"tokens": tokens[0], "passes": tokens, "metrics": metrics}
+    regimes = llm.collective_rpc("pld_regimes_built")[0] if drafter else None
+    return {"tokens": tokens[0], "passes": tokens, "metrics": metrics, "regimes": regimes}
 
 
 if __name__ == "__main__":
     result = main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None,
-                  int(sys.argv[3]) if len(sys.argv) > 3 else 1)
+                  int(sys.argv[3]) if len(sys.argv) > 3 else 1, float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
     print("RESULT " + json.dumps(result, default=list))

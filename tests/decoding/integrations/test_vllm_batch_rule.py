@@ -9,6 +9,7 @@ import pytest
 from decoding.integrations.vllm import BatchRule, DrafterProposer
 from lookup.acceptance import BUCKETS, match_bucket
 from pldcore.errors import PLDError
+from pldcore.setting import GREEDY
 
 K = 4
 #: a tiny drafter, as a user's drafter file: the true continuation of a counting sequence after an
@@ -73,12 +74,14 @@ def test_drafts_are_judged_in_the_one_bucketing_of_match_lengths(parity):
     engine = Engine(proposer, rows=4)
     for _ in range(6):
         engine.step()
-    learnt = {b for b in range(BUCKETS) if proposer.shared.trials[b].any()}
+    shared = proposer.shared_rates(GREEDY)  # unlinked, every request is greedy's
+    assert list(proposer.shared) == ["greedy"]
+    learnt = {b for b in range(BUCKETS) if shared.trials[b].any()}
     assert learnt == {match_bucket(8), match_bucket(1)} and len(learnt) == 2
-    long, short = (proposer.shared.estimate((match_bucket(n),))[0] for n in (8, 1))
+    long, short = (shared.estimate((match_bucket(n),))[0] for n in (8, 1))
     assert long > rule.prior_first > short
     request = proposer.kept[0]
-    assert request.rates.parent is proposer.shared  # a request's rates are smoothed towards every request's
+    assert request.rates.parent is shared  # a request's rates are smoothed towards every request's
     assert request.path_probs().tolist() == pytest.approx(
         np.cumprod(request.rates.estimate((request.offered_bucket,))[: len(request.offered)]).tolist())
 
