@@ -196,7 +196,7 @@ def oracle_entry(sets, benchmark: str, sampled: Sampled | None = None) -> dict:
     for track in build_tracks(sampled):
         replayed = track_sets(track, sets, sampled or {})
         entry["tracks"][track.name] = {**oracle_track(replayed, track_profile(track, replayed)),
-                                       **_replayed_on(track, replayed)}
+                                       **_replayed_on(track, None if track.regime.greedy else benchmark_hash(replayed))}
     entry["eval_s"] = round(time.perf_counter() - t0, 3)
     return entry
 
@@ -222,10 +222,10 @@ def info_tracks(info: dict) -> dict[str, str | None]:
     return {t.name: None if t.regime.greedy else regimes[t.regime.name]["hash"] for t in build_tracks(regimes)}
 
 
-def _replayed_on(track: Track, replayed) -> dict:
-    """What a sampled track's scores record of the cases they come from (their hash: a build scores an
-    entry again when they change); nothing on a greedy track, which replays the benchmark's own."""
-    return {} if track.regime.greedy else {"benchmark": benchmark_hash(replayed), "regime": track.regime.name}
+def _replayed_on(track: Track, cases: str | None) -> dict:
+    """What a sampled track's scores record of the cases they come from (``cases``, their hash: a build
+    scores an entry again when they change); nothing on a greedy track, which replays the benchmark's own."""
+    return {} if track.regime.greedy else {"benchmark": cases, "regime": track.regime.name}
 
 
 def scored_on_tracks(entry: Entry, info: dict) -> bool:
@@ -249,14 +249,15 @@ TRUSTED_CALL_FACTOR = 20.0
 TIME_KINDS = ("slow", "timeout", "total-time")
 
 
-def gpu_track(evaluation: Evaluation, track: Track, entry: dict, benchmark: str, public: bool, replayed) -> dict:
-    """An entry's scores on a track, from its run over ``replayed`` (the track's cases) planned and
-    priced under the track's profile (:func:`~experiments.competition.scoring.track_scores`), or why
-    that run was disqualified."""
+def gpu_track(evaluation: Evaluation, track: Track, entry: dict, benchmark: str, public: bool, replayed,
+              cases: str | None) -> dict:
+    """An entry's scores on a track, from its run over ``replayed`` (the track's cases, ``cases`` their
+    hash where they are not the benchmark's own) planned and priced under the track's profile
+    (:func:`~experiments.competition.scoring.track_scores`), or why that run was disqualified."""
     if not evaluation.ok:
-        return {"status": "disqualified", "reason": _reason(evaluation.reason, public), **_replayed_on(track, replayed)}
+        return {"status": "disqualified", "reason": _reason(evaluation.reason, public), **_replayed_on(track, cases)}
     return {**track_scores(evaluation.cases, entry["name"], entry["params"], track_profile(track, replayed), benchmark),
-            **_replayed_on(track, replayed)}
+            **_replayed_on(track, cases)}
 
 
 def _spec(name: str, params: dict) -> DrafterSpec:
@@ -341,22 +342,24 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
     entry = make_entry(evaluation, kind, info["hash"], limits, public=public)
     if evaluation.ok:
         shared: dict[tuple, Evaluation] = {}
+        # each track's cases (a sampled track's: the benchmark's traces in its regime, none where it has none)
+        replays = {t.name: (t, r) for t in (build_tracks(sampled) if tracks is None else tracks)
+                   if (r := track_sets(t, sets, sampled or {})) is not None}
+        hashes = info_tracks(info)
 
-        def track_run(track: Track) -> Evaluation:
+        def track_run(track: Track, replayed) -> Evaluation:
             # an entry of ours that plans nothing drafts the same under every profile of one draft budget
             # and regime: one run serves those tracks, each pricing its steps under its own profile
             key = _shared_run(submission, track)
-            replayed = track_sets(track, sets, sampled or {})
             if key is None:
                 return run(submission, track, replayed)
             if key not in shared:
                 shared[key] = run(submission, track, replayed)
             return shared[key]
 
-        entry["tracks"] = {track.name: gpu_track(track_run(track), track, entry, info["hash"], public,
-                                                 track_sets(track, sets, sampled or {}))
-                           for track in (build_tracks(sampled) if tracks is None else tracks)
-                           if track_sets(track, sets, sampled or {}) is not None}
+        entry["tracks"] = {name: gpu_track(track_run(track, replayed), track, entry, info["hash"], public, replayed,
+                                           None if track.regime.greedy else hashes.get(name) or benchmark_hash(replayed))
+                           for name, (track, replayed) in replays.items()}
         flat = entry["tracks"][GPU_PROFILE_TRACK] if GPU_PROFILE_TRACK in entry["tracks"] else None
         if flat is not None and flat["status"] == "ok":  # the GPU column: the flat track's own run
             entry["score_gpu"] = flat["score"]
