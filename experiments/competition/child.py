@@ -31,8 +31,14 @@ Protocol. Parent -> child: pickled tuples (the child trusts its parent). Child -
 parent parses without pickle, bounded and validated (a submission must not be able to run code in,
 crash or silence the parent): ``b"J" + JSON`` for the start-up reports and errors, ``b"R"`` for a
 finished reset, ``b"D" + header + tokens [+ parents]`` for a draft; from the zygote, ``b"C"``
-carrying a case process's channel (``SCM_RIGHTS``) and ``J {"exit": code}`` once it has ended. The child reports no times:
-the parent measures them, from the child's CPU clock.
+carrying a case process's channel (``SCM_RIGHTS``), then ``J {"pid": pid}`` (its pid in the zygote's
+namespace), and ``J {"exit": code}`` once it has ended. The child reports no times: the parent
+measures them, from the child's CPU clock.
+
+A case process is forked ahead: while one case runs, the next case's process confines itself (step
+3 and 4, the costly part of a start), so the next case starts at once; it loads the submission only
+when the parent asks, after the zygote has reported the end of the case before. Two case processes
+are alive at once, never two running submitted code.
 """
 
 from __future__ import annotations
@@ -388,8 +394,8 @@ class _Calibration:
 class Child:
     """The child's two roles. The first process is the *zygote*: it imports what a lookup function
     needs (and, for a built-in, loads and warms its class: our code), answers the calibration steps,
-    and runs nothing submitted. For each ``case`` request it forks a *case process*, hands the parent
-    that process's own channel, and waits for it to exit. The case process closes every descriptor
+    and runs nothing submitted. For each ``case`` request it hands the parent a *case process* (forked
+    ahead, during the case before) and that process's own channel, and waits for it to exit. The case process closes every descriptor
     it did not get on purpose, puts up the kernel's layers and the audit hook, reports them, and only
     then loads the submission and serves one case (a stream entry: every case, in order). So nothing
     a per-request entry keeps -- module state, memory, native code's -- outlives its case, and the
@@ -406,6 +412,7 @@ class Child:
         self.drafter = _Calibration()  # until the submission is loaded
         self.last = None  # the Draft the drafter returned at its last propose
         self.cases = 0
+        self._ahead = None  # the zygote's case process forked ahead: (pid, channel, scratch folder)
         self._setting = None  # the hello's setting, once read (make)
         self._spec = None  # the entry as a parsed spec, once made (make)
 
@@ -458,23 +465,52 @@ class Child:
 
     def serve_zygote(self) -> None:
         """Calibration steps, then one case process per ``case`` request, until ``quit``."""
-        while True:
-            try:
-                message = self.conn.recv()
-            except EOFError:
-                return
-            if message[0] == "step":
-                self.step(message[1], message[2])
-            elif message[0] == "case":
-                self.fork_worker()
-            elif message[0] == "quit":
-                return
+        try:
+            while True:
+                try:
+                    message = self.conn.recv()
+                except EOFError:
+                    return
+                if message[0] == "step":
+                    self.step(message[1], message[2])
+                elif message[0] == "case":
+                    self.fork_worker()
+                elif message[0] == "quit":
+                    return
+        finally:
+            self._drop_ahead()
 
     def fork_worker(self) -> None:
-        """Fork a case process with a channel of its own (its far end goes to the parent over this
-        one), wait for it to exit, clear its scratch folder, and report how it ended."""
-        import gc
+        """Hand the parent a case process with a channel of its own (its far end goes to the parent
+        over this one, then its pid as this process knows it), fork the next one ahead, wait for
+        this one to exit, clear its scratch folder, and report how it ended.
+
+        Forked ahead, a case process confines itself (its layers: the costly part of a start) while
+        the case before it runs, so the next case starts at once. It runs nothing submitted before
+        the parent has it load the entry, which the parent asks only once this process has reported
+        the end of the case before: no two case processes ever run submitted code at once. A stream
+        is served by one case process: none is forked ahead for it."""
         import shutil
+        import socket
+
+        pid, ours, scratch = self._ahead if self._ahead is not None else self._spawn_worker()
+        self._ahead = None
+        carrier = socket.socket(fileno=os.dup(self.conn.fileno()))
+        try:
+            socket.send_fds(carrier, [b"C"], [ours.fileno()])
+        finally:
+            carrier.close()
+            ours.close()
+        self.send_json(pid=pid)
+        if not self.stream:
+            self._ahead = self._spawn_worker()
+        _, status = os.waitpid(pid, 0)
+        shutil.rmtree(scratch, ignore_errors=True)
+        self.send_json(exit=os.waitstatus_to_exitcode(status))
+
+    def _spawn_worker(self):
+        """A new case process, confining itself: (its pid, this end of its channel, its scratch folder)."""
+        import gc
         import socket
 
         self.cases += 1
@@ -496,15 +532,24 @@ class Child:
             finally:
                 os._exit(code)
         theirs.close()
-        carrier = socket.socket(fileno=os.dup(self.conn.fileno()))
+        return pid, ours, scratch
+
+    def _drop_ahead(self) -> None:
+        """End the case process forked ahead and never handed over (the sandbox is closing)."""
+        import shutil
+        import signal
+
+        if self._ahead is None:
+            return
+        pid, ours, scratch = self._ahead
+        self._ahead = None
+        ours.close()
         try:
-            socket.send_fds(carrier, [b"C"], [ours.fileno()])
-        finally:
-            carrier.close()
-            ours.close()
-        _, status = os.waitpid(pid, 0)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
         shutil.rmtree(scratch, ignore_errors=True)
-        self.send_json(exit=os.waitstatus_to_exitcode(status))
 
     # -- a case process -------------------------------------------------------------------------------------
     def run_worker(self, fd: int, scratch: str) -> int:

@@ -413,6 +413,18 @@ def cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def namespace_pid(pid: int) -> int | None:
+    """The pid process ``pid`` has in its own (innermost) pid namespace: the last of its status's
+    NSpid (``pid`` itself where it has none of its own); None when it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid
+
+
 def peak_memory_kb(pid: int) -> int | None:
     """The process's peak resident memory (VmHWM), or None when it cannot be read."""
     try:

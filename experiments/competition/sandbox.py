@@ -483,13 +483,14 @@ class Sandbox:
         try:
             self._zygote.send(("case",), deadline)
             fd = self._receive_channel(deadline)
+            inner = fields(json_answer(self._zygote.receive(deadline, 4096)), {"pid": int})["pid"]
         except TimeoutError:
             self.kill()
             raise self._late_start() from None
         except (EOFError, OSError):
             raise self._crashed("start-up") from None
         self._pipe = Pipe(socket.socket(fileno=fd))
-        self._pid = self._case_pid()
+        self._pid = self._case_pid(inner)
         self._served = False
         self._layers_reported(self._exchange(None, deadline, "start-up", self._late_start()))
         data = self._exchange(("load",), deadline, "start-up", self._late_start())
@@ -530,19 +531,23 @@ class Sandbox:
             raise PLDError("the sandbox's zygote sent something other than a case channel")
         return fds[0]
 
-    def _case_pid(self) -> int:
-        """The case process's pid as this process sees it: the zygote's only child (it forks one at
-        a time and runs nothing submitted, so /proc lists exactly that one)."""
+    def _case_pid(self, inner: int) -> int:
+        """The case process's pid as this process sees it: the zygote's child whose pid in the
+        zygote's own namespace (the last of its NSpid; bubblewrap gives the zygote a namespace of its
+        own) is ``inner``, the pid the zygote reported. The zygote runs nothing submitted, so its
+        word is good; a case process forked ahead may be its child too."""
         path = f"/proc/{self._zpid}/task/{self._zpid}/children"
+        pids: list[str] = []
         for _ in range(200):
             try:
                 pids = Path(path).read_text().split()
             except OSError:
                 pids = []
-            if len(pids) == 1:
-                return int(pids[0])
+            for pid in pids:
+                if isolation.namespace_pid(int(pid)) == inner:
+                    return int(pid)
             time.sleep(0.005)
-        raise PLDError(f"the sandbox cannot find its case process ({path}: {pids})")
+        raise PLDError(f"the sandbox cannot find its case process ({path}: {pids}; the zygote named {inner})")
 
     def _end_case(self) -> None:
         """Stop the case process (a sequence is over): SIGKILL, its CPU time and peak memory kept

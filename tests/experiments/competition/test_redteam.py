@@ -223,6 +223,27 @@ def test_native_code_gets_no_process_no_network_no_hidden_memory(arena, layers):
     assert sandbox_processes() <= before  # nothing alive after teardown
 
 
+def test_the_case_process_forked_ahead_is_out_of_reach(arena):
+    """While a case runs, the next case's process is already forked (and confined): this case can
+    neither signal it nor read its /proc entry or memory. With every layer off the same attack
+    finds it among the zygote's children and reaches it: the check is not vacuous."""
+    require_layer("seccomp")
+    sub = Submission.file(ATTACKS / "sibling.py")
+    sets = arena.sets[:1]
+    open_box = dict(bwrap=False, landlock=False, seccomp=False, audit_hook=False)
+    with Sandbox(sub, VOCAB, QUICK, deny=[arena.traces], **open_box) as box:
+        box.replay(sets[0].cases[0], sets[0].profile)
+    report = report_of(box)
+    assert report["listed"] and report["siblings"], report  # the one forked ahead
+    assert any("signal" in reached for reached in report["reached"].values()), report
+    with Sandbox(sub, VOCAB, QUICK, deny=[arena.traces]) as box:
+        for case in sets[0].cases[:2]:
+            box.replay(case, sets[0].profile)
+    reports = [json.loads(line.split(": ", 1)[1]) for line in box.log_tail.splitlines()
+               if line.startswith("attack report: ")]
+    assert len(reports) >= 2 and not any(r["reached"] for r in reports), box.log_tail[-2000:]  # warm-ups report too
+
+
 HOARDER = """
 import os, sys
 from lookup import Draft, Drafter
