@@ -24,7 +24,7 @@ from experiments.competition.loader import entry_of, load_entries
 from experiments.competition.records import Entry
 from experiments.competition.cross_fit import cross_fitted, folds
 from experiments.competition.sandbox import Disqualified, Evaluation, Sandbox, Submission, evaluate
-from experiments.competition.scoring import (BOARD_TRACKS, CPU_TRACK, GPU_TRACKS, ORACLE_CAP, Sampled, Track, entry_scores,
+from experiments.competition.scoring import (BOARD_TRACKS, CPU_TRACK, ORACLE_CAP, Sampled, Track, entry_scores,
                                              oracle_rows, oracle_track, replay_scores, track_profile, track_scores,
                                              track_sets)
 from experiments.competition.text import clean, clean_block, portable_refusal

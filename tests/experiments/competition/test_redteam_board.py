@@ -293,11 +293,15 @@ def evil_plugin(tmp_path, monkeypatch):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evil-plugin\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\npeer:evil = evil_plugin:Evil\n")
     monkeypatch.syspath_prepend(str(site))
-    # whatever imports it by mistake leaves the registry as it was for the other tests
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    # whatever imports it by mistake leaves the registry as it was for the other tests: the names it
+    # added go, but not those of our own modules imported meanwhile (they stay imported, and a module
+    # registers its drafters only when first imported: replacing the registry with a copy lost them)
+    before = set(registry._REGISTRY)
     monkeypatch.setattr(registry, "_PLUGINS", set(getattr(registry, "_PLUGINS", ())), raising=False)
     assert "peer:evil" in [ep.name for ep in metadata.entry_points(group=registry.ENTRY_POINT_GROUP)]
     yield marker
+    for name in set(registry._REGISTRY) - before - set(registry.BUILTINS):
+        del registry._REGISTRY[name]
     sys.modules.pop("evil_plugin", None)
 
 
