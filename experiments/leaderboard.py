@@ -27,6 +27,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from a checkout
 
@@ -48,7 +49,8 @@ from experiments.competition.records import Entry  # noqa: E402
 from experiments.competition.owners import check_owner, key_file, owner_proof, submitter_key  # noqa: E402
 from experiments.competition.render import entry_details, text_board, write_outputs  # noqa: E402
 from experiments.competition.fresh_cases import (DEFAULT_PER_TASK, fresh_info, new_seed,  # noqa: E402
-                                                 published_seeds, record_fresh)  # noqa: E402
+                                                 published_seeds, record_fresh,
+                                                 record_fresh_together)  # noqa: E402
 from experiments.competition.sandbox import Limits, Submission  # noqa: E402
 from experiments.competition.scoring import CPU_TRACK, benchmark_info, sampled_sets, track_named  # noqa: E402
 from experiments.competition.text import clean  # noqa: E402
@@ -377,10 +379,26 @@ def cmd_build(args, board: Board) -> int:
     if args.traces or args.benchmark:
         return _build(args, board, _folder(args))
     folders = list(shipped_benchmarks().values())
+    if args.fresh and len(folders) > 1:
+        _record_fresh_ahead(args, folders)
     for i, folder in enumerate(folders, 1):
         print(f"== benchmark {i} of {len(folders)}: {folder.name}")
         _build(args, board, folder)
     return 0
+
+
+def _record_fresh_ahead(args, folders: Sequence[Path]) -> None:
+    """Record every benchmark's fresh cases (greedy, and in each of its sampled tracks' regimes)
+    before any is scored, side by side (``fresh_cases.record_fresh_together``): the models'
+    recordings overlap, and each benchmark's build then finds its cases recorded."""
+    jobs = []
+    for folder in folders:
+        sets, _, sampled = _benchmark(args, folder, sampled=True)
+        model = traces_model(sets)
+        if model is not None:  # a benchmark of another model fails in its own build, saying why
+            jobs.append((model, [Regime.from_name(name) for name in sampled]))
+    if len(jobs) > 1:
+        record_fresh_together(args.seed, args.fresh, jobs)
 
 
 def _fresh_seed(args, board: Board) -> Board:

@@ -77,13 +77,14 @@ def fresh_folder(seed: int, per_task: int, model: str = EMBEDDED_NAME) -> Path:
 
 def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=print,
                  folder: Path | None = None, model: str = EMBEDDED_NAME,
-                 regimes: Sequence[Regime] = ()) -> tuple[list[TraceSet], Path]:
+                 regimes: Sequence[Regime] = (), bars: bool = True, greedy: bool = True) -> tuple[list[TraceSet], Path]:
     """Make the prompts of ``seed`` and record them on ``model`` (a packaged model's name: the
     benchmark's, ``decoding.loading.PACKAGED``) into ``folder`` (default :func:`fresh_folder`; what
     is recorded there already is kept: a build that stopped goes on where it stopped), scored with
     the reference profile of ``model``'s shipped benchmark. Greedy, and sampled in each of
     ``regimes`` too (the sampled tracks'), from the same seed, into the regime's subfolder
-    (``regime_folder``: read back by ``scoring.sampled_sets``). Returns the greedy trace sets and their folder."""
+    (``regime_folder``: read back by ``scoring.sampled_sets``); ``greedy`` false: the sampled ones
+    only; ``bars``: a progress bar on a terminal. Returns the greedy trace sets and their folder."""
     if per_task < 1:
         raise PLDError(f"--fresh must be >= 1 prompts per task, got {per_task}")
     folder = Path(folder) if folder is not None else fresh_folder(seed, per_task, model)
@@ -92,22 +93,73 @@ def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=p
     total = sum(len(p.turns) for task in TASKS for p in prompts[task])
     t0 = time.perf_counter()
     if target is None:
-        regimes_said = "".join(f" and sampled at {r.describe()}" for r in regimes)
-        say(f"fresh cases: seed {seed}, {total} cases (generator v{FRESH_VERSION}) greedy{regimes_said}; "
+        regimes_said = " and ".join([*(["greedy"] if greedy else []), *(f"sampled at {r.describe()}" for r in regimes)])
+        say(f"fresh cases: seed {seed}, {total} cases (generator v{FRESH_VERSION}) {regimes_said}; "
             f"recording on {model}")
         target = decoding.load_model(model)
     made = {"seed": seed, "per_task": per_task, "version": FRESH_VERSION}
-    for regime in (GREEDY, *regimes):
+    for regime in ((GREEDY,) if greedy else ()) + tuple(regimes):
         here = regime_folder(folder, regime)
         _as_shipped(here, regime_folder(shipped, regime) if (regime_folder(shipped, regime) / "profile.json").exists()
                     else shipped)
-        with progress_bar(total, f"fresh cases ({regime.name})", leave=False) as bar:
+        with progress_bar(total, f"fresh cases ({regime.name})", enabled=bars, leave=False) as bar:
             for task in TASKS:
                 record(target, task, prompts[task], FRESH_NEW_TOKENS, here, progress=bar, regime=regime, seed=seed)
         write_benchmark(here, [s for s in load_trace_sets(here) if s.cases], fresh=made)
     sets = [s for s in load_trace_sets(folder) if s.cases]
     say(f"fresh cases recorded in {time.perf_counter() - t0:.0f} s: {folder}")
     return sets, folder
+
+
+def record_fresh_together(seed: int, per_task: int, jobs: Sequence[tuple[str, Sequence[Regime]]],
+                          say=print, worker=None) -> None:
+    """Record the fresh cases of each ``(model, sampled regimes)`` of ``jobs`` (:func:`record_fresh`,
+    into its cache folder, where the build's own call then finds them) side by side: one process
+    per model and regime (greedy, and each sampled one), as many at once as this machine has cores,
+    each decoding with its share of them, the largest model's first. A build's recording then takes
+    about its total over the cores rather than the sum. Nothing is timed while they record (a trace
+    holds tokens and the target's rows, no time), so they may share the machine; the scoring after
+    them runs alone. ``worker``: what each process runs (default :func:`_record_one`; a top-level
+    function taking the same arguments)."""
+    import concurrent.futures
+    import multiprocessing
+    import os
+
+    parts = [(model, name) for model, regimes in jobs for name in (GREEDY.name, *(r.name for r in regimes))]
+    parts.sort(key=lambda part: -_model_size(part[0]))  # the slowest first: the cores stay busy to the end
+    workers = max(1, min(len(parts), os.cpu_count() or 1))
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    say(f"fresh cases: seed {seed}, recording {len(parts)} sets ({', '.join(f'{m} {r}' for m, r in parts)}) "
+        f"side by side, {workers} at once, {threads} thread{'s' if threads > 1 else ''} each")
+    t0 = time.perf_counter()
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no torch state forked
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        futures = [pool.submit(worker or _record_one, seed, per_task, model, name, threads) for model, name in parts]
+        for future in concurrent.futures.as_completed(futures):
+            future.result()  # a recording that failed fails the build, with its own error
+    say(f"fresh cases of every model recorded in {time.perf_counter() - t0:.0f} s")
+
+
+def _model_size(model: str) -> int:
+    """The bytes of packaged ``model``'s weights (its GGUF; 0 for another name): what orders the
+    recordings, a larger model decoding slower."""
+    from decoding.loading import PACKAGED
+
+    try:
+        return PACKAGED[model]().stat().st_size
+    except (KeyError, OSError, PLDError):
+        return 0
+
+
+def _record_one(seed: int, per_task: int, model: str, regime: str, threads: int) -> None:
+    """One set of :func:`record_fresh_together`: ``model``'s fresh cases in ``regime`` (a name), in a
+    process of its own (no bars: several processes share one terminal)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    sampled = Regime.from_name(regime)
+    record_fresh(seed, per_task, model=model, regimes=() if sampled.greedy else (sampled,), greedy=sampled.greedy,
+                 say=lambda line: print(f"[{model} {regime}] {line}", flush=True), bars=False)
 
 
 def _as_shipped(folder: Path, shipped: Path) -> None:
