@@ -427,7 +427,7 @@ class Sandbox:
             "audit_hook": self.audit_hook, "stream": self.stream, "vocab": self.vocab, "setting": self.setting,
             **preloads(self.submission),
         }
-        data = self._exchange(hello, deadline, "start-up", self._late_start())
+        data = self._exchange(hello, deadline, "start-up", self._late_start)
         reply = json_answer(data)
         if "error" in reply:
             fields(reply, {"error": str, "message": str})
@@ -492,8 +492,8 @@ class Sandbox:
         self._pipe = Pipe(socket.socket(fileno=fd))
         self._pid = self._case_pid(inner)
         self._served = False
-        self._layers_reported(self._exchange(None, deadline, "start-up", self._late_start()))
-        data = self._exchange(("load",), deadline, "start-up", self._late_start())
+        self._layers_reported(self._exchange(None, deadline, "start-up", self._late_start))
+        data = self._exchange(("load",), deadline, "start-up", self._late_start)
         reply = json_answer(data)
         error = error_in(reply, ("load", "params", "exception"))
         if error is not None:
@@ -691,9 +691,11 @@ class Sandbox:
                 "refused": list(self.refused), "overhead_us": round(1e6 * self.overhead_s, 3)}
 
     # -- messages -------------------------------------------------------------------------------------
-    def _exchange(self, message, deadline: float, what: str, late: Disqualified | None = None) -> bytes:
+    def _exchange(self, message, deadline: float, what: str,
+                  late: Callable[[], Disqualified] | None = None) -> bytes:
         """Send one message (None: send nothing) and read one answer by ``deadline``; no answer in
-        time kills the child and raises ``late``."""
+        time kills the child and raises ``late()`` (made only then: a replay makes tens of
+        thousands of exchanges, and a Disqualified's cleaned message costs tens of microseconds)."""
         if self._proc is None or self._pipe is None:
             raise PLDError("the sandbox is not running")
         try:
@@ -702,7 +704,7 @@ class Sandbox:
             return self._pipe.receive(deadline, self.limits.max_message)
         except TimeoutError:
             self.kill()
-            raise late or Disqualified("timeout", f"no answer to {what} in time; killed") from None
+            raise (late() if late else Disqualified("timeout", f"no answer to {what} in time; killed")) from None
         except EOFError:
             raise self._crashed(what) from None
         except ValueError:
@@ -722,10 +724,12 @@ class Sandbox:
         wait = limit + self.limits.margin_s
         left = self._deadline - time.monotonic() if total else math.inf
         if left < wait:
-            late = Disqualified("total-time", f"the replay ran past its limit of {self.limits.total_s:g} s")
+            def late() -> Disqualified:
+                return Disqualified("total-time", f"the replay ran past its limit of {self.limits.total_s:g} s")
         else:
-            late = Disqualified("timeout", f"no answer to {what} within {wait:.2f} s "
-                                           f"(limit {_ms(limit)} + {self.limits.margin_s:g} s grace); killed")
+            def late() -> Disqualified:
+                return Disqualified("timeout", f"no answer to {what} within {wait:.2f} s "
+                                               f"(limit {_ms(limit)} + {self.limits.margin_s:g} s grace); killed")
         t0 = time.perf_counter()
         data = self._exchange(message, time.monotonic() + max(0.0, min(wait, left)), what, late)
         wall = time.perf_counter() - t0
