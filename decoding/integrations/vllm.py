@@ -80,6 +80,7 @@ import numpy as np
 
 from decoding.integrations.drafters import asks_for_history, drafter_spec, history_of, share_history
 from decoding.integrations.step_costs import StepCosts, step_profile
+from decoding.integrations.vllm_cpu import mend_cpu_expand
 from decoding.integrations.vllm_sampling import LINKED, UNLINKED, ReadsSampling, SamplingSource, batch_row_regime
 from decoding.vocab import vocab_strings
 from lookup.acceptance import BUCKETS, AcceptanceRates, match_bucket
@@ -340,6 +341,8 @@ class DrafterProposer(ReadsSampling):
     def __init__(self, vllm_config: Any = None, drafter: str | None = None,
                  num_speculative_tokens: int | None = None, batch_rule: BatchRule | bool | dict | None = None,
                  vocab: Sequence[str] | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
+        if vllm_config is not None:  # built by vLLM, in its worker: mend its CPU fault under sampling (vllm_cpu.py)
+            mend_cpu_expand()
         self.spec = drafter or configured_drafter(vllm_config)
         # the vocabulary's strings, for a drafter that asks for them: ``vocab``, else read from the
         # engine's tokenizer when the first drafter asks (:meth:`vocab`)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import abc
 from typing import Any, Callable
 
+from decoding.integrations.vllm_cpu import mend_cpu_expand
 from pldcore.setting import GREEDY, Regime
 
 #: what the proposer calls for vLLM's current input batch
@@ -87,7 +88,9 @@ class SamplingLink:
 
     def pld_link_sampling(self) -> bool:
         """Link our proposer to the runner's input batch; False where the worker runs another
-        proposer or none."""
+        proposer or none. On a CPU worker, first mend vLLM's own fault there (every sampled request
+        with a draft, whichever proposer drafts it: :mod:`~decoding.integrations.vllm_cpu`)."""
+        mend_cpu_expand()
         runner = getattr(self, "model_runner", None)
         proposer = getattr(runner, "drafter", None)
         if not isinstance(proposer, ReadsSampling):
