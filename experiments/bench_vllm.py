@@ -510,7 +510,7 @@ def engine_facts(llm: Any) -> dict:
     """Scheduler settings vLLM chose for itself (the same for every method, unless the drafts change them)."""
     scheduler = getattr(getattr(llm.llm_engine, "vllm_config", None), "scheduler_config", None)
     return {name: getattr(scheduler, name, None)
-            for name in ("max_num_batched_tokens", "max_num_scheduled_tokens", "max_num_seqs")}
+            for name in ("max_num_batched_tokens", "max_num_scheduled_tokens", "max_num_seqs", "async_scheduling")}
 
 
 def sampling_params(args: argparse.Namespace, index: int) -> Any:
