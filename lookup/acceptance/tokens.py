@@ -46,7 +46,8 @@ class TokenRates:
 
     Kept from one request to the next when the acceptance statistics are (``adaptive:history=true``);
     cleared with them otherwise. Not decayed: a token is drafted too rarely for recent steps to say
-    more than old ones.
+    more than old ones. Each source numbers the tokens it has seen (a slot per token, slot 0 for
+    none), so that a chain's offsets are a few array operations, not a loop over its nodes.
     """
 
     def __init__(self, strength: float = STRENGTH, beta: float = BETA) -> None:
@@ -57,37 +58,69 @@ class TokenRates:
 
     def clear(self) -> None:
         """Forget every token seen."""
-        #: per (source, kind): token id -> [tries, hits]; kind 0 = first node, 1 = later
-        self._counts: dict[tuple[int, int], dict[int, list[float]]] = {}
-        #: per (source, kind): [tries, hits] of every node of that kind, the prior node included
-        self._kinds = {(s, k): [1.0, PRIOR[s][k]] for s in range(len(PRIOR)) for k in (0, 1)}
+        sources = len(PRIOR)
+        self._slots: list[dict[int, int]] = [{} for _ in range(sources)]  # per source: token id -> slot >= 1
+        self._tries = np.zeros((sources, 2, 64))  # [S, kind, slots] kind 0 = first node, 1 = later
+        self._hits = np.zeros((sources, 2, 64))  # [S, kind, slots]
+        #: per source and kind: tries and hits of every node of that kind, a prior node included  # [S, 2]
+        self._all_tries = np.ones((sources, 2))
+        self._all_hits = np.array(PRIOR, dtype=np.float64)
+        self._kind_of = np.minimum(np.arange(64), 1)  # [64] a node's kind by depth
 
     def offsets(self, source: int, tokens: Sequence[int]) -> np.ndarray:
         """Log-odds to add to the estimate of each node holding ``tokens`` ([n] ids, a chain from
-        ``source``, an index of SOURCES).  # [n]"""
-        out = np.zeros(len(tokens))
-        for d, token in enumerate(tokens.tolist() if isinstance(tokens, np.ndarray) else tokens):
-            kind = (source, 0 if d == 0 else 1)
-            tries, hits = self._counts.get(kind, {}).get(token, (0.0, 0.0))
-            if tries:
-                all_tries, all_hits = self._kinds[kind]
-                g = all_hits / all_tries
-                out[d] = self.beta * (_logit((hits + self.strength * g) / (tries + self.strength)) - _logit(g))
-        return out
+        ``source``, an index of SOURCES): zero for a token not seen yet as a node of its kind.  # [n]"""
+        n = len(tokens)
+        index = self._slots[source]
+        ids = tokens.tolist() if isinstance(tokens, np.ndarray) else tokens
+        slots = np.array([index.get(t, 0) for t in ids], dtype=np.int64)  # [n]
+        kinds = self._kind_of[:n] if n <= len(self._kind_of) else np.minimum(np.arange(n), 1)  # [n]
+        tries, hits = self._tries[source][kinds, slots], self._hits[source][kinds, slots]  # [n]
+        g = self._all_hits[source] / self._all_tries[source]  # [2] the rate of each kind of node
+        prior = (self.strength * g)[kinds]
+        rate = (hits + prior) / (tries + self.strength)  # in (0, 1): g is, and the prior weighs in
+        offset = np.log(rate / (1.0 - rate)) - np.log(g / (1.0 - g))[kinds]
+        return np.where(tries > 0, self.beta * offset, 0.0)
 
     def learn(self, source: int, tokens: Sequence[int], tried: int, hits: int) -> None:
         """A chain from ``source`` whose nodes ``0..tried-1`` were checked and ``0..hits-1`` right."""
-        for d in range(min(tried, len(tokens))):
-            self.learn_node(source, d, int(tokens[d]), d < hits)
+        m = min(tried, len(tokens))
+        if m <= 0:
+            return
+        hits = min(hits, m)
+        index = self._slots[source]
+        ids = tokens[:m].tolist() if isinstance(tokens, np.ndarray) else list(tokens[:m])
+        slots = np.array([index.get(t) or self._slot(source, t) for t in ids], dtype=np.int64)  # [m]
+        kinds = self._kind_of[:m] if m <= len(self._kind_of) else np.minimum(np.arange(m), 1)  # [m]
+        # a slot appears once per kind but for a token repeated in the chain: add.at counts each
+        np.add.at(self._tries[source], (kinds, slots), 1.0)
+        np.add.at(self._hits[source], (kinds, slots), (np.arange(m) < hits).astype(np.float64))
+        self._all_tries[source] += (1.0, m - 1.0)
+        self._all_hits[source] += (float(hits > 0), max(hits - 1, 0.0))
+
+    def _slot(self, source: int, token: int) -> int:
+        """A new slot for ``token`` in ``source``'s arrays (grown when full)."""
+        index = self._slots[source]
+        slot = index[token] = len(index) + 1
+        if slot >= self._tries.shape[-1]:  # room for twice as many tokens
+            more = self._tries.shape[-1]
+            self._tries = np.pad(self._tries, ((0, 0), (0, 0), (0, more)))
+            self._hits = np.pad(self._hits, ((0, 0), (0, 0), (0, more)))
+        return slot
 
     def learn_node(self, source: int, depth: int, token: int, hit: bool) -> None:
         """One node at ``depth`` holding ``token`` was checked (the nodes before it right)."""
-        kind = (source, 0 if depth == 0 else 1)
-        counts = self._counts.setdefault(kind, {}).setdefault(int(token), [0.0, 0.0])
-        counts[0] += 1.0
-        counts[1] += float(hit)
-        self._kinds[kind][0] += 1.0
-        self._kinds[kind][1] += float(hit)
+        slot = self._slots[source].get(token) or self._slot(source, token)
+        kind = 0 if depth == 0 else 1
+        self._tries[source, kind, slot] += 1.0
+        self._hits[source, kind, slot] += float(hit)
+        self._all_tries[source, kind] += 1.0
+        self._all_hits[source, kind] += float(hit)
+
+
+def _logits(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-4, 1.0 - 1e-4)
+    return np.log(p / (1.0 - p))
 
 
 def adjusted(estimate: np.ndarray, offsets: np.ndarray) -> np.ndarray:
