@@ -14,9 +14,9 @@ Each drafted token ``t`` at a node keeps counts of how often a node holding it w
 draft source and for first nodes apart from later ones (a first node is accepted far less often).
 Its rate, ``(hits + STRENGTH * g) / (tries + STRENGTH)``, is smoothed towards ``g``, the rate of every
 node of its kind; the offset is ``BETA * (logit(rate) - logit(g))``: zero for a token not seen yet.
-Counted across the ranked tokens' first and later nodes on held-out halves of the shipped SmolLM2
-benchmark, the token drafted adds 0.01-0.02 of AUC to each fitted model (docs/notes/2026-12-06-smol60.md);
-``STRENGTH`` and ``BETA`` were chosen by replay on that benchmark's public cases.
+On held-out halves of the shipped SmolLM2 benchmark the token drafted adds 0.01-0.02 of AUC to each
+fitted model; ``STRENGTH`` and ``BETA`` were chosen by replay on that benchmark's public cases
+(docs/notes/2026-12-06-smol60.md).
 """
 
 from __future__ import annotations
