@@ -21,7 +21,6 @@ fitted model; ``STRENGTH`` and ``BETA`` were chosen by replay on that benchmark'
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
@@ -34,11 +33,6 @@ BETA = 0.7
 #: the rate assumed per kind before any node is seen, worth one node: (first, later) nodes, per
 #: source (context, history), as ``AcceptanceModel`` numbers the sources
 PRIOR = ((0.4, 0.85), (0.3, 0.6))
-
-
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-4), 1.0 - 1e-4)
-    return math.log(p / (1.0 - p))
 
 
 class TokenRates:
