@@ -200,7 +200,7 @@ class Signal(TraceWrapper):
             return inner.send(candidate, inner.decide(candidate))
         accepted = len(accepted_path(full, self.sequence[self._context:]))
         truth = (np.arange(len(full)) < accepted).astype(np.float64)  # [n] 1 = the node will be accepted
-        own = np.clip(inner.model.chain(candidate.row, candidate.evidence, len(full)), EDGE, 1.0 - EDGE)  # [n]
+        own = np.clip(inner.model.chain(candidate.row, candidate.evidence, len(full), full.tokens), EDGE, 1.0 - EDGE)  # [n]
         if self.sigma == 0.0:
             posterior = np.clip(truth, EDGE, 1.0 - EDGE)
         else:

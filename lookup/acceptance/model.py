@@ -2,7 +2,7 @@
 
     model = AcceptanceModel(max_tokens=32, fits=fits_for(profile.model))
     row = model.row(evidence.source, evidence.match_length)      # the statistics this draft is judged by
-    acceptance = model.chain(row, evidence, n)      # [n] P(node i accepted | nodes before it accepted)
+    acceptance = model.chain(row, evidence, n, tokens)  # [n] P(node i accepted | nodes before it accepted)
     path = model.tree(row, parents)                 # [n] P(node i on the accepted path)
     model.learn_chain(row, chain, sent, accepted, committed)   # after the target's verdict
 
@@ -16,7 +16,9 @@ Three sources of knowledge, each owned here and by nothing else:
 * **the first-node model** (:mod:`lookup.acceptance.first_token`): the statistics' estimate, the
   match length and how the match's occurrences agree with the chain (an :class:`Evidence`);
 * **the later-nodes model** (:mod:`lookup.acceptance.later_nodes`): how many occurrences still
-  follow the chain at each depth and whether they go on with its token.
+  follow the chain at each depth and whether they go on with its token;
+* **the tokens drafted** (:mod:`lookup.acceptance.tokens`, with the models only): how often a node
+  holding each token was accepted so far, a log-odds offset on the models' estimates.
 
 The models' coefficients are data (:class:`pldcore.fits.Fits`), fitted per source: a
 chain from the history is judged by fits made on the benchmark served as one stream, which also
@@ -35,6 +37,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from lookup.acceptance import first_token, later_nodes
+from lookup.acceptance.tokens import TokenRates, adjusted
 from pldcore.fits import Fits, default_fits
 from lookup.acceptance.learner import BUCKET_EDGES, UNKNOWN_MATCH, AcceptanceRates, match_bucket
 from lookup.acceptance.rates import DecayedRate
@@ -119,11 +122,13 @@ class AcceptanceModel:
         first_node: use the first-node model where the evidence allows.
         later_nodes: use the later-nodes model where the evidence allows.
         priors: the statistics' priors.
+        tokens: move a chain's estimates by what its tokens did before (:class:`TokenRates`), where
+            :meth:`chain` is given them; cleared with the statistics.
     """
 
     def __init__(self, max_tokens: int = 32, prior_strength: float = 2.0, decay: float = 0.98,
                  fits: Fits | None = None, first_node: bool = True, later_nodes: bool = True,
-                 priors: Priors = PRIORS) -> None:
+                 priors: Priors = PRIORS, tokens: bool = False) -> None:
         self.max_tokens, self.priors = max_tokens, priors
         self.fits = fits if fits is not None or not (first_node or later_nodes) else default_fits()
         self.first_node, self.later_nodes = first_node, later_nodes
@@ -132,6 +137,7 @@ class AcceptanceModel:
         self._depth = AcceptanceRates(prior, prior_strength, decay)
         # P(the rank-r child is right | its elder siblings are wrong), r >= 1 (index 0 unused): [R]
         self._ranks = DecayedRate(np.full(priors.max_rank, priors.rank), prior_strength, decay)
+        self.tokens = TokenRates() if tokens else None
 
     # -- which statistics ----------------------------------------------------------------------
     def row(self, source: str, match_length: int | None) -> Row:
@@ -178,10 +184,18 @@ class AcceptanceModel:
         later = later_nodes.features(*_triple(evidence.own, n), None if later_other is None else _triple(later_other, n))
         return Inputs(own, first_fit, first, later_fit, later)
 
-    def chain(self, row: Row, evidence: Evidence | None, n: int) -> np.ndarray:
+    def chain(self, row: Row, evidence: Evidence | None, n: int, tokens: np.ndarray | None = None) -> np.ndarray:
         """P(node i accepted | nodes before it accepted) for the first ``n`` nodes of a chain: the
         statistics at ``row``, with the first node's from the first-node model and the later nodes'
-        from the later-nodes model where they are on and ``evidence`` counts the match's occurrences.  # [n]"""
+        from the later-nodes model where they are on and ``evidence`` counts the match's occurrences;
+        then, where the chain's ``tokens`` ([>= n] ids) are given and the model learns per token, moved
+        by what those tokens did before.  # [n]"""
+        estimate = self._chain(row, evidence, n)
+        if self.tokens is None or tokens is None or not len(estimate):
+            return estimate
+        return adjusted(estimate, self.tokens.offsets(row.source, tokens[: len(estimate)]))
+
+    def _chain(self, row: Row, evidence: Evidence | None, n: int) -> np.ndarray:
         estimate = self.rates(row)[:n]
         if evidence is None or evidence.own is None or not len(estimate) or not (self.first_node or self.later_nodes):
             return estimate
@@ -236,6 +250,8 @@ class AcceptanceModel:
         """Forget every observation."""
         self._depth.clear()
         self._ranks.clear()
+        if self.tokens is not None:
+            self.tokens.clear()
 
     def learn_chain(self, row: Row, chain: np.ndarray, sent: int, accepted: int, committed: Sequence[int]) -> None:
         """A chain candidate (``chain``: [n] tokens, judged at ``row``) of which ``sent`` nodes were sent
@@ -243,8 +259,12 @@ class AcceptanceModel:
         0..accepted-1 hit; the node after an all-accepted (or empty) send is checked for free against
         the target's own next token."""
         self._depth.learn_prefix(row, min(accepted + 1, sent), accepted)
+        if self.tokens is not None:
+            self.tokens.learn(row.source, chain, min(accepted + 1, sent), accepted)
         if accepted == sent and sent < len(chain) and len(committed) > sent:
             self._depth.learn_node(row, sent, committed[sent] == chain[sent])
+            if self.tokens is not None:
+                self.tokens.learn_node(row.source, sent, int(chain[sent]), committed[sent] == chain[sent])
 
     def learn_tree(self, row: Row, tree: Draft, committed: Sequence[int]) -> None:
         """Follow ``committed`` down the whole offered tree (sent or not); at each level reached, note

@@ -8,7 +8,8 @@ target's cost profile), so a wasted draft is a slowdown. Each step this drafter
    occurrences continue), a :class:`Candidate`;
 2. asks the acceptance model (:class:`lookup.acceptance.AcceptanceModel`) for each node's
    probability of acceptance: statistics learnt in this sequence per source and match length,
-   from priors, refined by the fitted first-node and later-nodes models where there is evidence;
+   from priors, refined by the fitted first-node and later-nodes models where there is evidence, and
+   moved by how often a node holding each of its tokens was accepted before (``token_rates``);
 3. asks the planner (:class:`lookup.acceptance.Planner`) how many nodes to send under the cost
    profile: a chain planned over this forward and the ones after it (``chain_model``), a tree by
    the expected tokens per second of this forward.
@@ -83,6 +84,10 @@ class AdaptiveDrafter(Drafter):
             statistics from one request to the next.
         first_token_model, chain_model: use the fitted first-node and later-nodes models where the
             wrapped drafter reports evidence; ``chain_model`` also plans a chain over later forwards.
+        token_rates: with either model on, move a chain's estimates by how often a node holding each
+            of its tokens was accepted before (:mod:`lookup.acceptance.tokens`; with ``history``, over
+            the requests served too). Off with the models, so the drafts the models are fitted on
+            (``traces.py fit-acceptance``) stay what they were.
         fits: a fit file of the models (``traces.py fit-acceptance --write``), or its content as a
             dict, in place of the setting's (None: the setting's, the shipped fit of its model and regime).
     """
@@ -100,7 +105,7 @@ class AdaptiveDrafter(Drafter):
 
     def __init__(self, base: str | Drafter = DEFAULT_BASE, *, setting: Setting, max_tokens: int = 32, prior_strength: float = 2.0, decay: float = 0.98,
                  base_params: dict | None = None, history: bool = False, first_token_model: bool = True,
-                 chain_model: bool = True, fits: str | Path | dict | None = None) -> None:
+                 chain_model: bool = True, fits: str | Path | dict | None = None, token_rates: bool = True) -> None:
         super().__init__()
         if not isinstance(base, (str, Drafter)):
             # a spec's base=none parses to None: the plain drafter is base=plain
@@ -120,12 +125,14 @@ class AdaptiveDrafter(Drafter):
         self.first_token_model = require_bool("first_token_model", first_token_model)
         self.chain_model = require_bool("chain_model", chain_model)
         models = self.reports_evidence and (self.first_token_model or self.chain_model)
+        self.token_rates = require_bool("token_rates", token_rates) and models
         #: the fitted models' coefficients (None where no model reads them)
         given = _fits(fits) if fits is not None else None  # read (and so checked) even where no model reads it
         self.fits = (given or setting.fits) if models else None
         self.model = AcceptanceModel(max_tokens, prior_strength, decay, self.fits,
                                      first_node=self.first_token_model and self.reports_evidence,
-                                     later_nodes=self.chain_model and self.reports_evidence)
+                                     later_nodes=self.chain_model and self.reports_evidence,
+                                     tokens=self.token_rates)
         self.planner = Planner(self.profile, max_tokens, planned=self.chain_model)
         self._context = 0  # committed tokens (prompt + output)
         self._last: tuple[Candidate, int] | None = None  # the last propose's candidate and what was sent
@@ -196,7 +203,7 @@ class AdaptiveDrafter(Drafter):
             return 0
         if draft.is_chain:
             if acceptance is None:
-                acceptance = self.model.chain(candidate.row, candidate.evidence, len(draft))
+                acceptance = self.model.chain(candidate.row, candidate.evidence, len(draft), draft.tokens)
             return self.planner.chain(acceptance, self._context)
         return self.planner.tree(self.model.tree(candidate.row, draft.parents), self._context)
 
@@ -216,5 +223,5 @@ class AdaptiveDrafter(Drafter):
                 "model": self.setting.model, "regime": self.setting.regime.name,
                 "max_tokens": self.max_tokens, "prior_strength": model["prior_strength"], "decay": model["decay"],
                 "history": self.history, "first_token_model": self.first_token_model,
-                "chain_model": self.chain_model, "evidence": self.reports_evidence,
+                "chain_model": self.chain_model, "token_rates": self.token_rates, "evidence": self.reports_evidence,
                 **({"fits": self.fits.describe()} if self.fits is not None else {})}

@@ -1,0 +1,106 @@
+"""Acceptance per drafted token (lookup/acceptance/tokens.py), against a brute-force count, and its use
+by the acceptance model and ``adaptive``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lookup.acceptance import AcceptanceModel
+from lookup.acceptance.tokens import BETA, PRIOR, STRENGTH, TokenRates, adjusted
+from lookup.drafters.adaptive import AdaptiveDrafter
+from pldcore.setting import reference_setting
+
+
+def logit(p: float) -> float:
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
+
+
+# a step: (source, chain of token ids, nodes tried, nodes right)
+steps = st.lists(st.tuples(st.integers(0, 1), st.lists(st.integers(0, 5), min_size=1, max_size=6),
+                           st.integers(0, 6), st.integers(0, 6)), max_size=30)
+
+
+@given(steps, st.integers(0, 1), st.lists(st.integers(0, 6), min_size=1, max_size=6))
+def test_offsets_are_each_tokens_smoothed_log_odds_against_its_kinds(history, source, asked):
+    rates = TokenRates()
+    counts: dict[tuple, list[float]] = {}  # (source, kind, token) -> [tries, hits]
+    kinds = {(s, k): [1.0, PRIOR[s][k]] for s in (0, 1) for k in (0, 1)}
+    for s, chain, tried, hits in history:
+        tried = min(tried, len(chain))
+        hits = min(hits, tried)
+        rates.learn(s, chain, tried, hits)
+        for d in range(tried):
+            kind = (s, int(d > 0))
+            entry = counts.setdefault((*kind, chain[d]), [0.0, 0.0])
+            entry[0] += 1
+            entry[1] += d < hits
+            kinds[kind][0] += 1
+            kinds[kind][1] += d < hits
+    expected = []
+    for d, token in enumerate(asked):
+        tries, hits = counts.get((source, int(d > 0), token), (0.0, 0.0))
+        if not tries:
+            expected.append(0.0)
+            continue
+        g = kinds[(source, int(d > 0))][1] / kinds[(source, int(d > 0))][0]
+        expected.append(BETA * (logit((hits + STRENGTH * g) / (tries + STRENGTH)) - logit(g)))
+    assert rates.offsets(source, np.array(asked)) == pytest.approx(expected)
+
+
+def test_a_token_that_breaks_copies_is_trusted_less_and_one_that_holds_more():
+    rates = TokenRates()
+    for _ in range(5):
+        rates.learn(0, [7, 8], tried=2, hits=1)  # 7 holds as a first node, 8 breaks as a later one
+        rates.learn(0, [9, 7], tried=1, hits=0)  # 9 breaks as a first node; 7 not reached
+    first, later = rates.offsets(0, [7, 8])
+    assert first > 0 and later < 0
+    assert rates.offsets(0, [9])[0] < 0
+    assert rates.offsets(1, [7, 8]).tolist() == [0.0, 0.0]  # the history's drafts are counted apart
+    assert rates.offsets(0, [8, 7]).tolist() == [0.0, 0.0]  # and first nodes apart from later ones
+    rates.clear()
+    assert rates.offsets(0, [7, 8, 9]).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_adjusted_adds_log_odds():
+    estimate = np.array([0.2, 0.5, 0.9])
+    offsets = np.array([0.0, 1.0, -2.0])
+    expected = [1 / (1 + math.exp(-(logit(p) + o))) for p, o in zip(estimate, offsets)]
+    assert adjusted(estimate, offsets) == pytest.approx(expected)
+
+
+def test_the_model_moves_a_chain_by_its_tokens_and_learns_them_from_its_verdicts():
+    model = AcceptanceModel(max_tokens=4, first_node=False, later_nodes=False, tokens=True)
+    plain = AcceptanceModel(max_tokens=4, first_node=False, later_nodes=False)
+    row = model.row("context", 3)
+    chain = np.array([5, 6, 7, 8])
+    assert model.chain(row, None, 4, chain).tolist() == pytest.approx(plain.chain(row, None, 4).tolist())
+    for _ in range(4):  # sent 2, the first accepted, the second not; and the free check of node 1 after 1 sent
+        for m in (model, plain):
+            m.age()
+            m.learn_chain(row, chain, 2, 1, [5, 1])
+            m.age()
+            m.learn_chain(row, chain, 1, 1, [5, 9])
+    got, want = model.chain(row, None, 4, chain), plain.chain(row, None, 4)
+    assert got == pytest.approx(adjusted(want, model.tokens.offsets(row.source, chain)))
+    assert got[0] > want[0] and got[1] < want[1]
+    assert model.chain(row, None, 4).tolist() == want.tolist()  # no tokens given: the estimates as they were
+    model.clear()
+    assert model.chain(row, None, 4, chain).tolist() == pytest.approx(model.rates(row)[:4].tolist())
+
+
+def test_adaptive_learns_per_token_only_with_its_models():
+    on = AdaptiveDrafter(setting=reference_setting())
+    assert on.token_rates and on.model.tokens is not None and on.params()["token_rates"] is True
+    off = AdaptiveDrafter(setting=reference_setting(), token_rates=False)
+    assert off.model.tokens is None and off.params()["token_rates"] is False
+    # the fit collector's drafter: no models, so no per-token rates, and its drafts are as they were
+    collector = AdaptiveDrafter(setting=reference_setting(), first_token_model=False, chain_model=False)
+    assert not collector.token_rates and collector.model.tokens is None
+    with pytest.raises(TypeError):
+        AdaptiveDrafter(setting=reference_setting(), token_rates="yes")
