@@ -112,11 +112,6 @@ class TokenRates:
         self._all_hits[source, kind] += float(hit)
 
 
-def _logits(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-4, 1.0 - 1e-4)
-    return np.log(p / (1.0 - p))
-
-
 def adjusted(estimate: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """``estimate`` ([n] probabilities) moved by ``offsets`` ([n] log-odds).  # [n]"""
     p = np.clip(np.asarray(estimate, dtype=np.float64), 1e-4, 1.0 - 1e-4)
