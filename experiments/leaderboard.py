@@ -393,10 +393,9 @@ def _record_fresh_ahead(args, folders: Sequence[Path]) -> None:
     recordings overlap, and each benchmark's build then finds its cases recorded."""
     jobs = []
     for folder in folders:
-        sets, _, sampled = _benchmark(args, folder, sampled=True)
-        model = traces_model(sets)
+        model = traces_model([s for s in load_trace_sets(folder) if s.cases])
         if model is not None:  # a benchmark of another model fails in its own build, saying why
-            jobs.append((model, [Regime.from_name(name) for name in sampled]))
+            jobs.append((model, [Regime.from_name(name) for name in sampled_sets(folder)]))
     if len(jobs) > 1:
         record_fresh_together(args.seed, args.fresh, jobs)
 

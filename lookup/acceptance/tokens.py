@@ -59,7 +59,6 @@ class TokenRates:
         #: per source and kind: tries and hits of every node of that kind, a prior node included  # [S, 2]
         self._all_tries = np.ones((sources, 2))
         self._all_hits = np.array(PRIOR, dtype=np.float64)
-        self._kind_of = np.minimum(np.arange(64), 1)  # [64] a node's kind by depth
 
     def offsets(self, source: int, tokens: Sequence[int]) -> np.ndarray:
         """Log-odds to add to the estimate of each node holding ``tokens`` ([n] ids, a chain from
@@ -68,7 +67,7 @@ class TokenRates:
         index = self._slots[source]
         ids = tokens.tolist() if isinstance(tokens, np.ndarray) else tokens
         slots = np.array([index.get(t, 0) for t in ids], dtype=np.int64)  # [n]
-        kinds = self._kind_of[:n] if n <= len(self._kind_of) else np.minimum(np.arange(n), 1)  # [n]
+        kinds = _kinds(n)  # [n]
         tries, hits = self._tries[source][kinds, slots], self._hits[source][kinds, slots]  # [n]
         g = self._all_hits[source] / self._all_tries[source]  # [2] the rate of each kind of node
         prior = (self.strength * g)[kinds]
@@ -82,10 +81,9 @@ class TokenRates:
         if m <= 0:
             return
         hits = min(hits, m)
-        index = self._slots[source]
         ids = tokens[:m].tolist() if isinstance(tokens, np.ndarray) else list(tokens[:m])
-        slots = np.array([index.get(t) or self._slot(source, t) for t in ids], dtype=np.int64)  # [m]
-        kinds = self._kind_of[:m] if m <= len(self._kind_of) else np.minimum(np.arange(m), 1)  # [m]
+        slots = np.array([self._slot(source, t) for t in ids], dtype=np.int64)  # [m]
+        kinds = _kinds(m)  # [m]
         # a slot appears once per kind but for a token repeated in the chain: add.at counts each
         np.add.at(self._tries[source], (kinds, slots), 1.0)
         np.add.at(self._hits[source], (kinds, slots), (np.arange(m) < hits).astype(np.float64))
@@ -93,8 +91,10 @@ class TokenRates:
         self._all_hits[source] += (float(hits > 0), max(hits - 1, 0.0))
 
     def _slot(self, source: int, token: int) -> int:
-        """A new slot for ``token`` in ``source``'s arrays (grown when full)."""
+        """``token``'s slot in ``source``'s arrays: its own, or a new one (the arrays grown when full)."""
         index = self._slots[source]
+        if token in index:
+            return index[token]
         slot = index[token] = len(index) + 1
         if slot >= self._tries.shape[-1]:  # room for twice as many tokens
             more = self._tries.shape[-1]
@@ -104,12 +104,21 @@ class TokenRates:
 
     def learn_node(self, source: int, depth: int, token: int, hit: bool) -> None:
         """One node at ``depth`` holding ``token`` was checked (the nodes before it right)."""
-        slot = self._slots[source].get(token) or self._slot(source, token)
+        slot = self._slot(source, token)
         kind = 0 if depth == 0 else 1
         self._tries[source, kind, slot] += 1.0
         self._hits[source, kind, slot] += float(hit)
         self._all_tries[source, kind] += 1.0
         self._all_hits[source, kind] += float(hit)
+
+
+#: a node's kind by depth: 0 the first node, 1 a later one
+_KIND_OF = np.minimum(np.arange(64), 1)
+
+
+def _kinds(n: int) -> np.ndarray:
+    """The kinds of a chain's first ``n`` nodes.  # [n]"""
+    return _KIND_OF[:n] if n <= len(_KIND_OF) else np.minimum(np.arange(n), 1)
 
 
 def adjusted(estimate: np.ndarray, offsets: np.ndarray) -> np.ndarray:
