@@ -469,7 +469,7 @@ class Child:
             while True:
                 try:
                     message = self.conn.recv()
-                except EOFError:
+                except (EOFError, ConnectionResetError):  # the parent has gone (see serve)
                     return
                 if message[0] == "step":
                     self.step(message[1], message[2])
@@ -543,12 +543,13 @@ class Child:
             return
         pid, ours, scratch = self._ahead
         self._ahead = None
-        ours.close()
-        try:
+        try:  # killed before its channel closes: closing it first (its "ready" unread) would wake the
+            # process with a reset connection, whose traceback would crowd the entry's log
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         except OSError:
             pass
+        ours.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
     # -- a case process -------------------------------------------------------------------------------------
@@ -742,7 +743,7 @@ class Child:
         while True:
             try:
                 message = self.conn.recv()
-            except EOFError:
+            except (EOFError, ConnectionResetError):  # the parent has gone: nothing left to serve
                 return
             op = message[0]
             try:

@@ -266,6 +266,22 @@ def test_observe_top_rows_travel_with_the_next_step():
     assert box.sent[2][1][-1][-1] is False
 
 
+def test_a_case_process_whose_parent_leaves_with_its_ready_unread_ends_quietly(capfd):
+    """A case process forked ahead says it is ready, then waits; when the sandbox closes, its channel
+    goes with that message unread (a reset, not an end of file): it must end without a traceback,
+    which would crowd a disqualified entry's log tail."""
+    import socket
+    from multiprocessing.connection import Connection
+
+    ours, theirs = socket.socketpair()
+    case = child.Child.__new__(child.Child)
+    case.conn = Connection(theirs.detach())
+    case.send_json(ready=True, layers=[])
+    ours.close()  # the far end goes, the message unread
+    case.serve()  # returns: no exception
+    assert capfd.readouterr().err == ""
+
+
 # -- isolation ----------------------------------------------------------------------------------------------
 def test_the_future_reader_finds_nothing(tmp_path, traces, sets, monkeypatch):
     # the parent's cache holds the traces, and the submitter knows exactly where they are
