@@ -7,6 +7,7 @@ match-length bucket, from decayed counts smoothed towards a prior.
     rates.age()                                                # once per step, before learning
     rates.learn_prefix(key, tried, hits)                       # a chain: nodes 0..tried-1 checked, 0..hits-1 right
     rates.learn_node(key, depth, hit)                          # one node, where a walk reached it
+    rates.learn_walk(key, hits)                                # a walk: depth d checked, hits[d] right
 
 One learner and one bucketing for every user of such rates: ``adaptive``'s acceptance model
 (:class:`lookup.acceptance.model.AcceptanceModel`, groups = draft sources), ``recycling``'s lookup
@@ -85,6 +86,13 @@ class AcceptanceRates(DecayedRate):
         right (``hits <= tried``); nodes past ``L`` are not counted."""
         self.trials[key][:tried] += 1
         self.hits[key][:hits] += 1
+
+    def learn_walk(self, key: Key, hits: list[bool]) -> None:
+        """A walk down a tree judged at row ``key``: the node at each depth ``d < len(hits)`` was
+        checked (its parent right) and right or not (``hits[d]``); as :meth:`learn_node` per depth."""
+        n = min(len(hits), self.depths)
+        self.trials[key][:n] += 1
+        self.hits[key][:n] += np.asarray(hits[:n], dtype=np.float64)
 
     def learn_node(self, key: Key, depth: int, hit: bool) -> None:
         """One node at ``depth`` of row ``key`` was checked (its parent right), and was right or not;

@@ -13,7 +13,8 @@ token, and rebuilds a tree from the table wherever lookup has nothing or may be 
   context that token was in);
 * each candidate gets a probability: for the lookup draft's first child of a node, the chain's
   per-depth acceptance after a match of this length (:class:`lookup.acceptance.AcceptanceRates`,
-  bucketed as ``adaptive``'s statistics are); for its other children, the acceptance of that
+  bucketed as ``adaptive``'s statistics are, a match of 16 tokens or more split further by length:
+  the chains such matches copy run 63 nodes deep on a GPU track); for its other children, the acceptance of that
   sibling rank; for a row's token, the rank's hit rate; all learnt in this sequence (a candidate
   that is two of these gets ``1 - (1-a)(1-b)``);
 * the tree takes the most probable nodes, best first (a node's probability is its
@@ -54,11 +55,23 @@ DEFAULT_BRANCHES = 16
 DEFAULT_BASE_PARAMS = {"max_tokens": 64, "length_rule": None}
 #: deepest chain node with statistics of its own; deeper ones share the last
 MAX_DEPTH = 64
+#: where a long match's levels start: the shared bucketing's last bucket (10+ tokens) split further
+#: for the chain, which a GPU track lets run 63 nodes deep. Measured on both shipped benchmarks (every
+#: position of every case, the suffix automaton's chain): P(node right | the ones before right) is
+#: 0.90-0.93 at the first depths after a match of 10-15 tokens, 0.96-0.97 after 16-31, 0.98-0.99
+#: after 32-63 and 0.99-1.00 after 64+ (docs/acceptance.md), where one prior for 10+ said 0.8, then
+#: 0.9: a 30-token match's chain was cut at about 25 nodes in a turn that copies the one before
+LONG_EDGES = (16, 32, 64)
+#: (P(first node), P(later node)) per long level: 16-31, 32-63, 64+ tokens
+LONG_PRIORS = ((0.96, 0.97), (0.985, 0.99), (0.99, 0.99))
 #: priors, worth ``PRIOR_STRENGTH`` observations: P(chain node right | the ones before right) per
-#: match-length bucket, ``adaptive``'s for a draft from the context (a longer match, likelier nodes;
-#: replayed against a flat 0.7 in the commit that chose them), and P(the row's rank-r token is
-#: next), falling with the rank (ranks past the table: 0)
-PRIOR_CHAIN = PRIORS.depth_prior(PRIORS.first, MAX_DEPTH)  # [B, D]
+#: long level and match-length bucket, ``adaptive``'s for a draft from the context below 16 tokens
+#: (a longer match, likelier nodes; replayed against a flat 0.7 in the commit that chose them) and
+#: ``LONG_PRIORS`` above (the last bucket's row; the other rows of a long level are never read), and
+#: P(the row's rank-r token is next), falling with the rank (ranks past the table: 0)
+_SHORT = PRIORS.depth_prior(PRIORS.first, MAX_DEPTH)  # [B, D]
+PRIOR_CHAIN = np.stack([_SHORT, *(np.vstack([_SHORT[:-1], np.r_[first, np.full(MAX_DEPTH - 1, later)]])
+                                  for first, later in LONG_PRIORS)])  # [G, B, D]
 PRIOR_RANKS = np.array([0.45, 0.09, 0.045, 0.025, 0.02, 0.016, 0.014, 0.01])
 PRIOR_STRENGTH = 2.0
 #: prior P(a lookup tree's sibling of rank r >= 1 is the next token | its parent was right)
@@ -153,7 +166,8 @@ class RecyclingDrafter(Drafter):
         self.setting = setting
         self.profile = setting.profile if require_bool("cost_aware", cost_aware) else None
         self.wants_top = width
-        # P(chain node at depth d right | the nodes before it right), per match-length bucket: [B, D]
+        # P(chain node at depth d right | the nodes before it right), per long level and match-length
+        # bucket (:meth:`bucket`): [G, B, D]
         self._chain = AcceptanceRates(PRIOR_CHAIN, PRIOR_STRENGTH, decay)
         # P(a row's rank-r token is the next token); every step with a row is a trial of every rank: [W]
         rank_prior = np.resize(PRIOR_RANKS, width) * (np.arange(width) < len(PRIOR_RANKS))
@@ -177,7 +191,7 @@ class RecyclingDrafter(Drafter):
         self._chain.clear()
         self._ranks.clear()
         self._siblings.clear()
-        #: (last token, lookup draft, its match-length bucket) of the last propose
+        #: (last token, lookup draft, its statistics' row: :meth:`bucket`) of the last propose
         self._proposed: tuple[int, Draft, int] | None = None
         self._committed: list[int] = []
 
@@ -252,39 +266,46 @@ class RecyclingDrafter(Drafter):
         # walk the lookup draft down the committed tokens: at each node reached, its first child is a
         # trial of the chain's acceptance at that depth, each other child one of its sibling rank
         kids = _children(found)
+        drafted = found.tokens.tolist()
         node = -1
-        for depth, token in enumerate(new):
+        firsts: list[bool] = []  # per depth reached: whether the node's first child was right
+        for token in new:
             below = kids.get(node)
             if not below:
                 break
-            hit = next((r for r, child in enumerate(below) if found.tokens[child] == token), None)
-            # deeper nodes than MAX_DEPTH read the last depth's statistics, without adding to them
-            self._chain.learn_node((bucket,), depth, hit == 0)
-            ranks = min(len(below), MAX_SIBLINGS + 1)
-            self._siblings.trials[: ranks - 1] += 1
+            hit = next((r for r, child in enumerate(below) if drafted[child] == token), None)
+            firsts.append(hit == 0)
+            if len(below) > 1:
+                self._siblings.trials[: min(len(below), MAX_SIBLINGS + 1) - 1] += 1
             if hit is None:
                 break
             if hit > 0:
                 self._siblings.hits[min(hit, MAX_SIBLINGS) - 1] += 1
             node = below[hit]
-        # each committed token checks the row of the token before it (rows as they were at propose)
-        for parent, token in zip([last, *new[:-1]], new):
-            row = self.row_of(parent)
-            if row is not None:
-                self._ranks.trials += 1
-                hit = np.flatnonzero(row == token)
-                if len(hit):
-                    self._ranks.hits[hit[0]] += 1
+        self._chain.learn_walk(bucket, firsts)  # nodes deeper than MAX_DEPTH read the last depth's rate
+        # each committed token checks the row of the token before it (rows as they were at propose),
+        # all at once: a GPU track commits dozens of tokens a step
+        before = np.array([last, *new[:-1]], dtype=np.int64)
+        known = (before >= 0) & (before < len(self._slot))
+        known[known] = self._slot[before[known]] >= 0
+        if known.any():
+            rows = self._rows[self._slot[before[known]]]  # [k, width]; -1 past a narrower row: never a token
+            same = rows == np.asarray(new, dtype=np.int64)[known, None]
+            self._ranks.trials += int(known.sum())
+            np.add.at(self._ranks.hits, same.argmax(axis=1)[same.any(axis=1)], 1)
 
     # -- the tree --------------------------------------------------------------------------
-    def bucket(self) -> int:
-        """The match-length bucket of the lookup drafter's match now (:func:`lookup.acceptance.match_bucket`)."""
-        return match_bucket(self.match_length())
+    def bucket(self) -> tuple[int, int]:
+        """The statistics' row for the lookup drafter's match now: (long level, the match-length
+        bucket of :func:`lookup.acceptance.match_bucket`); level 0 below ``LONG_EDGES[0]`` tokens
+        (or no match length reported)."""
+        n = self.match_length()
+        return int(np.searchsorted(LONG_EDGES, 0 if n is None else n, side="right")), match_bucket(n)
 
-    def chain_acceptance(self, bucket: int | None = None) -> np.ndarray:
+    def chain_acceptance(self, bucket: tuple[int, int] | None = None) -> np.ndarray:
         """Estimated P(chain node d right | nodes before it right), per depth d, after a match in
         ``bucket`` (None: the lookup drafter's match now).  # [D]"""
-        return self._chain.estimate((self.bucket() if bucket is None else bucket,))
+        return self._chain.estimate(self.bucket() if bucket is None else bucket)
 
     def rank_acceptance(self) -> np.ndarray:
         """Estimated P(a row's rank-r token is the next token).  # [W]"""
@@ -295,7 +316,7 @@ class RecyclingDrafter(Drafter):
         return self._siblings.estimate()
 
     def best_first(self, found: Draft | np.ndarray, limit: int,
-                   bucket: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   bucket: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The ``limit`` most probable nodes, parents first: (tokens [n], parents [n], P(node) [n]),
         from the lookup draft ``found`` (a Draft, or a chain's [m] ids) copied after a match in
         ``bucket`` (None: the lookup drafter's match now) and the table's rows.

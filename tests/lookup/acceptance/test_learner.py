@@ -42,7 +42,8 @@ def histories(draw, depths_max: int = 6):
     prefix = st.tuples(st.just("prefix"), key, st.integers(0, depths + 2), st.integers(0, depths + 2)).map(
         lambda o: (o[0], o[1], max(o[2], o[3]), min(o[2], o[3])))  # hits <= tried; past L too
     node = st.tuples(st.just("node"), key, st.integers(0, depths + 2), st.booleans())
-    steps = draw(st.lists(st.lists(prefix | node, max_size=4), max_size=12))
+    walk = st.tuples(st.just("walk"), key, st.lists(st.booleans(), max_size=depths + 2), st.none())
+    steps = draw(st.lists(st.lists(prefix | node | walk, max_size=4), max_size=12))
     return prior, draw(st.floats(0.1, 10.0)), draw(DECAYS), steps
 
 
@@ -53,6 +54,8 @@ def feed(rates: AcceptanceRates, steps) -> None:
         for kind, key, a, b in step:
             if kind == "prefix":
                 rates.learn_prefix(key, a, b)
+            elif kind == "walk":
+                rates.learn_walk(key, a)
             else:
                 rates.learn_node(key, a, b)
 
@@ -65,8 +68,10 @@ def brute_counts(shape: tuple[int, ...], decay: float, steps) -> tuple[np.ndarra
     for t, step in enumerate(steps):
         weight = decay ** (last - t)
         for kind, (group, bucket), a, b in step:
-            # a prefix is nodes 0..tried-1 tried, 0..hits-1 of them right; a node is one of them
-            nodes = [(d, d < b) for d in range(a)] if kind == "prefix" else [(a, b)]
+            # a prefix is nodes 0..tried-1 tried, 0..hits-1 of them right; a walk, node d tried and
+            # right or not as its list says; a node is one of them
+            nodes = ([(d, d < b) for d in range(a)] if kind == "prefix" else list(enumerate(a)) if kind == "walk"
+                     else [(a, b)])
             for depth, hit in nodes:
                 if depth < shape[-1]:
                     trials[group, bucket, depth] += weight

@@ -97,6 +97,35 @@ def test_learns_that_the_recycled_top_token_is_right():
     assert draft.tokens[:10].tolist() == truth[pos : pos + 10]  # the top chain, first
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_the_rows_learn_as_each_committed_token_checks_the_row_before_it(data):
+    """What a step teaches of the rows' ranks, against a token-by-token reference: each committed token
+    is a trial of every rank of its predecessor's row (as it was at propose), a hit at the first
+    rank holding it; a token without a row teaches nothing."""
+    width = data.draw(st.integers(1, 4))
+    d = RecyclingDrafter(setting=reference_setting(), base=None, width=width, max_nodes=4)
+    d.reset([data.draw(st.integers(0, 9))])
+    vocab = st.integers(0, 12)
+    for _ in range(data.draw(st.integers(1, 5))):
+        seen = data.draw(st.lists(vocab, min_size=1, max_size=5))
+        rows = np.array(data.draw(st.lists(st.lists(vocab, min_size=width, max_size=width),
+                                           min_size=len(seen), max_size=len(seen))))
+        d.observe_top(np.array(seen), rows, np.full(rows.shape, 0.1, dtype=np.float16))
+        trials, hits = d._ranks.trials.copy() * d.decay, d._ranks.hits.copy() * d.decay
+        draft = d.propose(4)
+        new = data.draw(st.lists(vocab, min_size=1, max_size=6))
+        for before, token in zip([d._last, *new[:-1]], new):
+            row = d.row_of(before)
+            if row is not None:
+                trials += 1
+                at = np.flatnonzero(row == token)
+                hits[at[:1]] += 1
+        d.extend(new)
+        d.observe(draft, 0)
+        assert np.allclose(d._ranks.trials, trials) and np.allclose(d._ranks.hits, hits)
+
+
 def test_learns_that_the_lookup_chain_is_wrong_and_stops_sending_it():
     truth = list(range(300))
     d = RecyclingDrafter(base=FixedDrafter([999] * 8), width=1, max_nodes=16, setting=reference_setting(CPU_SMOLLM2))
@@ -201,8 +230,8 @@ def test_branches_send_every_occurrences_continuation_and_learn_which_rank_is_ri
     d.observe(draft, 0)
     assert d.sibling_acceptance()[1] > before  # the third sibling was right
     # the first child was wrong: learnt after the match the draft was copied after (2 tokens), not now (3)
-    assert d.chain_acceptance(bucket)[0] < PRIOR_CHAIN[bucket, 0] and d.bucket() != bucket
-    assert d.chain_acceptance()[0] == PRIOR_CHAIN[d.bucket(), 0] and d.params()["branches"] == 4
+    assert d.chain_acceptance(bucket)[0] < PRIOR_CHAIN[bucket][0] and d.bucket() != bucket
+    assert d.chain_acceptance()[0] == PRIOR_CHAIN[d.bucket()][0] and d.params()["branches"] == 4
 
 
 def test_branches_default_to_a_tree_for_the_suffix_automaton_and_to_the_base_s_draft_otherwise():
@@ -244,13 +273,48 @@ def test_the_chain_is_judged_by_its_match_length_bucket_and_learnt_there_alone()
     for d in (short, long):
         d.reset([1])
     # before any feedback: the prior of the bucket, a longer match likelier
-    assert short.chain_acceptance().tolist() == PRIOR_CHAIN[match_bucket(1)].tolist()
+    row = (0, match_bucket(1))
+    assert short.bucket() == row and long.bucket() == (0, match_bucket(12))
+    assert short.chain_acceptance().tolist() == PRIOR_CHAIN[row].tolist()
     assert long.chain_acceptance()[0] > short.chain_acceptance()[0]
     draft = short.propose(8)
     short.extend([10, 11, 99])  # the first two nodes right, the third wrong
     short.observe(draft, 2)
     learnt = short.chain_acceptance()
-    prior = PRIOR_CHAIN[match_bucket(1)]
+    prior = PRIOR_CHAIN[row]
     assert np.all(learnt[:2] > prior[:2]) and learnt[2] < prior[2] and learnt[3:].tolist() == prior[3:].tolist()
-    for other in set(range(len(PRIOR_CHAIN))) - {match_bucket(1)}:
-        assert short.chain_acceptance(other).tolist() == PRIOR_CHAIN[other].tolist()
+    for other in np.ndindex(PRIOR_CHAIN.shape[:2]):
+        if other != row:
+            assert short.chain_acceptance(other).tolist() == PRIOR_CHAIN[other].tolist()
+
+
+@pytest.mark.parametrize("match, level", [(10, 0), (15, 0), (16, 1), (31, 1), (32, 2), (63, 2), (64, 3), (500, 3)])
+def test_a_long_match_has_a_level_of_its_own_and_its_chain_goes_deeper(match, level):
+    """The shared bucketing ends at 10+ tokens; a chain copied after 16, 32 or 64 tokens of match is
+    judged by a level of its own, likelier with each level, so that on a flat GPU profile the tree
+    sends more of the chain (a turn that copies the one before: Gemma's loops)."""
+    from lookup.acceptance import match_bucket
+    from lookup.drafters.recycling import LONG_PRIORS
+    from pldcore.hardware import profile_named
+
+    d = RecyclingDrafter(base=MatchedDrafter(range(100, 164), match), setting=reference_setting().with_profile(profile_named("flat")))
+    d.reset([1])
+    d.observe_top(np.array([1]), np.array([[7, 8, 9, 10, 11, 12, 13, 14]]), np.full((1, 8), 0.1, dtype=np.float16))
+    assert d.bucket() == (level, match_bucket(match))
+    estimate = d.chain_acceptance()
+    if level:
+        assert estimate[0] == LONG_PRIORS[level - 1][0] and estimate[1:].tolist() == [LONG_PRIORS[level - 1][1]] * (len(estimate) - 1)
+    else:
+        assert estimate.tolist() == PRIOR_CHAIN[0, match_bucket(match)].tolist()
+    draft = d.propose(63)
+    chain = 0  # how deep the lookup chain goes in the tree sent
+    while chain < len(draft) and draft.tokens[chain] == 100 + chain and draft.parents[chain] == chain - 1:
+        chain += 1
+    shallower = RecyclingDrafter(base=MatchedDrafter(range(100, 164), 12), setting=d.setting)
+    shallower.reset([1])
+    shallower.observe_top(np.array([1]), np.array([[7, 8, 9, 10, 11, 12, 13, 14]]), np.full((1, 8), 0.1, dtype=np.float16))
+    base = shallower.propose(63)
+    base_chain = 0
+    while base_chain < len(base) and base.tokens[base_chain] == 100 + base_chain and base.parents[base_chain] == base_chain - 1:
+        base_chain += 1
+    assert (chain > base_chain) if level else (chain == base_chain)
