@@ -285,7 +285,7 @@ class RecyclingDrafter(Drafter):
         self._chain.learn_walk(bucket, firsts)  # nodes deeper than MAX_DEPTH read the last depth's rate
         # each committed token checks the row of the token before it (rows as they were at propose),
         # all at once: a GPU track commits dozens of tokens a step
-        before = np.array([last, *new[:-1]], dtype=np.int64)
+        before = np.array([last, *new[:-1]], dtype=np.int64)[: len(new)]  # [len(new)]: nothing committed, nothing
         known = (before >= 0) & (before < len(self._slot))
         known[known] = self._slot[before[known]] >= 0
         if known.any():
