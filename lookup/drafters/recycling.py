@@ -192,7 +192,7 @@ class RecyclingDrafter(Drafter):
         self._ranks.clear()
         self._siblings.clear()
         #: (last token, lookup draft, its statistics' row: :meth:`bucket`) of the last propose
-        self._proposed: tuple[int, Draft, int] | None = None
+        self._proposed: tuple[int, Draft, tuple[int, int]] | None = None
         self._committed: list[int] = []
 
     def extend(self, tokens: Sequence[int]) -> None:
@@ -285,7 +285,8 @@ class RecyclingDrafter(Drafter):
         self._chain.learn_walk(bucket, firsts)  # nodes deeper than MAX_DEPTH read the last depth's rate
         # each committed token checks the row of the token before it (rows as they were at propose),
         # all at once: a GPU track commits dozens of tokens a step
-        before = np.array([last, *new[:-1]], dtype=np.int64)[: len(new)]  # [len(new)]: nothing committed, nothing
+        # [len(new)] the token before each committed one (none when nothing was committed)
+        before = np.array([last, *new[:-1]], dtype=np.int64)[: len(new)]
         known = (before >= 0) & (before < len(self._slot))
         known[known] = self._slot[before[known]] >= 0
         if known.any():
