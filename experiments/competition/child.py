@@ -415,6 +415,7 @@ class Child:
         self._ahead = None  # the zygote's case process forked ahead: (pid, channel, scratch folder)
         self._setting = None  # the hello's setting, once read (make)
         self._spec = None  # the entry as a parsed spec, once made (make)
+        self._fresh = False  # whether self.drafter was built at load and has not been reset yet
 
     def send_json(self, **data) -> None:
         self.conn.send_bytes(b"J" + json.dumps(data, default=str).encode())
@@ -597,14 +598,19 @@ class Child:
         return layers
 
     def load(self) -> None:
-        """Load the submission, build one instance, warm it up; tell the parent its ``wants_top``.
-        A built-in was loaded and warmed by the zygote: its case process inherits both."""
+        """Load the submission, warm it up, build the case's drafter; tell the parent its ``wants_top``.
+        A built-in was loaded and warmed by the zygote: its case process inherits both and warms up
+        once more, since a forked process pays for its first touch of each inherited page it writes
+        (copied then), as a submission loaded here already has. None of this is charged: a drafter is
+        built once where it serves (a stream entry's is too), so a case is charged its ``reset`` on
+        the prompt and its steps, never its construction."""
+        self.drafter = None
         if self.cls is None or self.wants_top is None:
-            self.drafter = None
             self.cls = LOADERS[self.hello["source"]["kind"]](self.hello["source"])
             self.check_params()
-            self.wants_top = self.warm_up()
-        self.drafter = None
+        self.wants_top = self.warm_up()
+        self.drafter = self.make()
+        self._fresh = True
         self.send_json(loaded=True, wants_top=self.wants_top, wants_vocab=self.asked_vocab)
 
     def make(self):
@@ -691,8 +697,10 @@ class Child:
     # -- the replay ---------------------------------------------------------------------------------------
     def reset(self, prompt) -> None:
         def run():
-            if self.drafter is None or not self.stream:  # a stream entry keeps its one drafter
+            # the drafter built at load serves the first case; a stream entry keeps it for every case
+            if self.drafter is None or not (self.stream or self._fresh):
                 self.drafter = self.make()
+            self._fresh = False
             self.drafter.reset(prompt)
 
         self.timed("reset", run, self.limits["reset_s"])

@@ -16,7 +16,8 @@ CPU clock (the kernel's count over all its threads); a request is charged every 
 child used since the previous answer (so work a thread does between calls counts too), less the
 protocol's own cost, measured before the submission was loaded (the least any calibration step
 cost). ``reset()`` is charged like a step and added to the first step's time, so it counts in the
-score. Nothing the child says about time is used.
+score; the drafter it resets was built, untimed, when the case process loaded the submission (a
+drafter is built once where it serves). Nothing the child says about time is used.
 
 **The parent cannot be crashed or silenced.** Every read and write on the pipe has a deadline,
 every answer a size limit, a phase in which it may come and a fixed shape; anything else
@@ -97,7 +98,7 @@ class Limits:
     descheduled process is not slow); a child that does not answer in time is killed."""
 
     call_s: float = 0.05  # each propose, extend, observe and observe_top
-    reset_s: float = 5.0  # building a drafter and reset(prompt), and observe_top of the prompt's rows
+    reset_s: float = 5.0  # reset(prompt) and observe_top of the prompt's rows (the drafter is built at start-up)
     setup_s: float = 120.0  # start-up: imports, loading the submission, the warm-up run
     total_s: float = 300.0  # the whole replay, wall clock, enforced by the parent
     margin_s: float = 1.0  # grace the parent adds to a limit before it kills a silent child

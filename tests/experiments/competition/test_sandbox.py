@@ -86,6 +86,29 @@ def test_a_stream_entry_keeps_one_drafter_in_the_sandbox(sets):
     assert sum(o.stats.accepted for _, _, o in ev.cases) > sum(o.stats.accepted for o in fresh)  # it learned
 
 
+def test_a_case_is_charged_its_reset_and_steps_never_its_drafter_s_construction(tmp_path, sets):
+    """A drafter is built once where it serves; the case process builds its case's at load, untimed,
+    so a costly constructor (tables of its own, no prompt yet) is not in the reset's charge. CPU time,
+    not the wall clock: a busy machine cannot make the constructor's 0.25 s look small."""
+    body = """
+    import time
+
+    class Costly(Drafter):
+        def __init__(self):
+            super().__init__()
+            t = time.process_time()
+            while time.process_time() - t < 0.25:  # a constructor that works for a quarter of a second
+                pass
+
+        def propose(self, budget):
+            return Draft([])
+    """
+    ev = evaluate(submission_file(tmp_path, body), sets, QUICK)
+    assert ev.ok, ev.reason
+    assert len(ev.cases) > 1
+    assert ev.reset_s / len(ev.cases) < 0.1  # each reset charged far less than one construction
+
+
 # -- every broken rule is a recorded reason, and the run goes on ------------------------------------------------
 #: a base for the broken submissions below: ``live`` once past the sandbox's warm-up (whose
 #: synthetic prompt has 40 tokens; the toy traces' have 54). A base that another class in the file
