@@ -19,6 +19,7 @@ FIGURE = re.compile(r"(?<![\d.])(\d+\.\d{3})x")
 NOT_THE_BOARD = {
     ("oracle-gap.md", "pooled cost-aware oracle"): "pooled over the 400 cases by `traces.py explain`, not a board score",
     ("oracle-gap.md", "## On prompts of other kinds"): "prompts of other kinds than the benchmark's, replayed apart",
+    ("acceptance.md", "which occurrence's continuation"): "in-process replays by `traces.py explain`, not board scores",
 }
 
 

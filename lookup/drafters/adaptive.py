@@ -39,8 +39,11 @@ from pldcore.setting import Setting
 DEFAULT_BASE = "suffix-automaton"
 #: the policy picks the length, so the default base drafts as far as its match goes; without the
 #: fallback to the earliest occurrence, whose long continuations from far away were mostly wrong
-#: (docs/oracle-gap.md); remembering 8 occurrences per match for the evidence
-DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None, "fallback": False, "occurrences": 8}
+#: (docs/oracle-gap.md); remembering 8 occurrences per match for the evidence, and drafting the way
+#: most of them go (the newest's where they tie): where the newest runs off on its own (the last lap
+#: of a loop in an earlier answer that the output goes on round) the others outvote it
+DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None, "fallback": False, "occurrences": 8,
+                       "occurrence": "majority"}
 
 
 def _fits(fits: str | Path | dict) -> Fits:

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from lookup.indexes.automaton import SuffixAutomaton
-from lookup.indexes.continuations import continuation_tree
+from lookup.indexes.continuations import continuation_tree, majority_chain
 from lookup.base import EMPTY_DRAFT, SOURCES, Agreement, Draft, Drafter, Evidence
 from lookup.indexes.history import DEFAULT_MAX_TOKENS, History
 from lookup.indexes.loop import overlapping_copy
@@ -35,6 +35,7 @@ class Occurrence(enum.Enum):
 
     RECENT = "recent"  # most recent: local context (the current paragraph, loop, file)
     EARLIEST = "earliest"  # first occurrence (firstpos), as SAM-Decoding does
+    MAJORITY = "majority"  # the way most remembered occurrences go, depth by depth (ties: the newest)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,10 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         min_match: shortest suffix match worth drafting from. Default 1: the length rule keeps
             drafts from short matches short.
         max_tokens: longest draft.
-        occurrence: which earlier occurrence to copy from (``"recent"`` or ``"earliest"``).
+        occurrence: which earlier occurrence to copy from (``"recent"`` or ``"earliest"``), or
+            ``"majority"``: the chain most of the ``occurrences`` remembered follow, depth by depth,
+            ties to the newest (:func:`lookup.indexes.continuations.majority_chain`; ``fallback``
+            does not apply: each continuation goes as far as it goes, round its loop with ``loop``).
         length_rule: draft length from match length, capped by ``max_tokens``: a callable
             ``int -> int`` or an ``(alpha, beta)`` pair for :class:`LinearLength`; None = always
             ``max_tokens``. Default ``(2, 2)``: 4 tokens after a 1-token match, 16 after 7.
@@ -125,6 +129,7 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         self.branches = branches
         occurrences = max(occurrences, branches)
         self._branch_ends = np.zeros(branches, dtype=np.int64)  # [branches] scratch for propose()
+        self._ends = np.zeros(occurrences, dtype=np.int64)  # [occurrences] scratch: the majority's occurrences
         self.fallback = require_bool("fallback", fallback)
         self.loop = require_bool("loop", loop)
         self._copy = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] scratch: a looped draft
@@ -245,6 +250,10 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             k = self.sam.match_ends(self._branch_ends)
             tokens, parents = continuation_tree(self.sam.sequence, self._branch_ends[:k], n, budget, self.loop)
             return Draft(tokens, parents) if len(tokens) else EMPTY_DRAFT
+        if self.occurrence is Occurrence.MAJORITY and n > 0:
+            k = self.sam.match_ends(self._ends)
+            return Draft(self._copy[: majority_chain(self.sam.tokens, len(self.sam), self._ends[:k], n, self.loop,
+                                                     self._copy)].copy())
         end = recent if self.occurrence is Occurrence.RECENT else earliest
         if self.fallback and len(self.sam) - 1 - end < n:
             # The most recent occurrence runs into the current suffix (a tight repeat): the

@@ -7,6 +7,7 @@ can ride along in the same forward as branches of a tree, the idea of SuffixDeco
 SAM-Decoding's trees (here over the occurrences an index remembers, not over a suffix tree).
 
     tokens, parents = continuation_tree(sequence, ends, length, budget)
+    n = majority_chain(tokens, n_tokens, ends, length, loop, out)   # the chain most of them follow
 """
 
 from __future__ import annotations
@@ -100,3 +101,53 @@ def _tree(sequence, ends, length, budget, loop):
         parents[n] = -1 if parent_of[node] == 0 else out_index[parent_of[node]]
         n += 1
     return tokens[:n], parents[:n]
+
+
+def majority_chain(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, length: int, loop: bool,
+                   out: np.ndarray) -> int:
+    """Write into ``out[:m]`` the chain that most continuations of ``ends`` (newest first) follow, depth
+    by depth, and return m (at most ``length``): at each depth the token most of the continuations
+    that went the chain's way so far go on with, ties to the newest occurrence's; it stops where none
+    goes on. ``tokens[:n_tokens]`` is the sequence; with ``loop``, a continuation that runs into its end
+    goes on round its loop (:func:`lookup.indexes.loop.overlapping_copy`). ``out``: [>= length].
+
+    With one end, or where the newest occurrence's continuation is the majority's, it is that
+    continuation. Where the newest runs off on its own (the last lap of a loop in an earlier answer,
+    which the output is still going round), the chain follows the others."""
+    if length <= 0 or len(ends) == 0:
+        return 0
+    return int(_majority(tokens, int(n_tokens), np.ascontiguousarray(ends, dtype=np.int64), int(length),
+                         bool(loop), out))
+
+
+@njit(cache=True)
+def _majority(tokens, n_tokens, ends, length, loop, out):
+    k = len(ends)
+    paths = np.zeros((k, length), dtype=np.int64)  # [k, length] each occurrence's continuation
+    lens = np.zeros(k, dtype=np.int64)
+    for r in range(k):
+        if loop:
+            lens[r] = overlapping_copy(tokens, n_tokens, ends[r] + 1, length, paths[r])
+        else:
+            m = max(0, min(length, n_tokens - 1 - ends[r]))
+            for i in range(m):
+                paths[r, i] = tokens[ends[r] + 1 + i]
+            lens[r] = m
+    alive = np.ones(k, dtype=np.bool_)  # continuations that went the chain's way so far
+    for d in range(length):
+        best, best_count = -1, 0
+        for r in range(k):  # newest first: a tie keeps the newest's token
+            if not alive[r] or lens[r] <= d:
+                continue
+            c = 0
+            for q in range(k):
+                if alive[q] and lens[q] > d and paths[q, d] == paths[r, d]:
+                    c += 1
+            if c > best_count:
+                best, best_count = paths[r, d], c
+        if best_count == 0:
+            return d
+        out[d] = best
+        for r in range(k):
+            alive[r] = alive[r] and lens[r] > d and paths[r, d] == best
+    return length

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from lookup.base import EMPTY_DRAFT, Draft, Evidence
 from lookup.indexes import automaton_kernels as K
 from lookup.indexes.automaton import MAX_LOAD, SuffixAutomaton
-from lookup.indexes.continuations import continuation_tree
+from lookup.indexes.continuations import continuation_tree, majority_chain
 from lookup.drafters.suffix_automaton import LinearLength, SuffixAutomatonDrafter
 
 UNBOUNDED = 1 << 30  # max_depth that records every ancestor: rings exact, for comparison with brute force
@@ -216,6 +216,29 @@ def test_branches_draft_the_tree_of_the_most_recent_occurrences_continuations(da
     else:
         assert draft.tokens.tolist() == want[0].tolist() and draft.parents.tolist() == want[1].tolist()
         assert d.params()["branches"] == branches and d.sam.occurrences >= branches
+
+
+@settings(max_examples=60, deadline=None)
+@given(chunked_sequences(max_len=60), st.integers(0, 12), st.integers(1, 6), st.integers(1, 8), st.booleans())
+def test_the_majority_drafts_the_chain_most_remembered_occurrences_follow(data, budget, occurrences, max_tokens, loop):
+    seq, chunks = data
+    d = SuffixAutomatonDrafter(max_tokens=max_tokens, length_rule=None, max_depth=UNBOUNDED, occurrence="majority",
+                               occurrences=occurrences, loop=loop)
+    d.reset(chunks[0] if chunks else [])
+    for chunk in chunks[1:]:
+        d.extend(chunk)
+    draft = d.propose(budget)
+    length = brute_match(seq)[0] if seq else 0
+    # the most recent `occurrences` earlier ends of the longest match, newest first
+    ends = [e for e in range(len(seq) - 2, -1, -1)
+            if length and e + 1 >= length and seq[e + 1 - length : e + 1] == seq[len(seq) - length :]][:occurrences]
+    n = min(budget, max_tokens)
+    out = np.zeros(max(n, 1), dtype=np.int64)
+    m = majority_chain(np.asarray(seq, dtype=np.int32), len(seq), np.asarray(ends, dtype=np.int64), n, loop, out) \
+        if ends and n else 0
+    assert draft.tokens.tolist() == out[:m].tolist() and draft.parents is None
+    if occurrences == 1:  # one occurrence remembered: the most recent one's continuation
+        assert draft.tokens.tolist() == reference_draft(seq, budget, 1, max_tokens, "recent", None, False, loop)
 
 
 @pytest.mark.parametrize(
