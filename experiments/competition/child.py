@@ -566,6 +566,11 @@ class Child:
         except BaseException as exc:  # noqa: BLE001 - the sandbox itself failed: say so, run nothing submitted
             self.error("sandbox", describe(exc))
             return 1
+        if self.cls is not None and self.wants_top is not None:  # a built-in: our code, which the zygote loaded
+            try:  # its warm-up and its case's drafter, made while the case before runs (load says what fails)
+                self._prepare_case()
+            except BaseException:  # noqa: BLE001 - load does it again and reports it
+                self.drafter, self._fresh = None, False
         self.send_json(ready=True, layers=layers)
         self.serve()
         return 0
@@ -600,18 +605,24 @@ class Child:
     def load(self) -> None:
         """Load the submission, warm it up, build the case's drafter; tell the parent its ``wants_top``.
         A built-in was loaded and warmed by the zygote: its case process inherits both and warms up
-        once more, since a forked process pays for its first touch of each inherited page it writes
-        (copied then), as a submission loaded here already has. None of this is charged: a drafter is
-        built once where it serves (a stream entry's is too), so a case is charged its ``reset`` on
-        the prompt and its steps, never its construction."""
-        self.drafter = None
-        if self.cls is None or self.wants_top is None:
-            self.cls = LOADERS[self.hello["source"]["kind"]](self.hello["source"])
-            self.check_params()
+        once more, before it reports ready (:meth:`run_worker`: while the case before runs), since a
+        forked process pays for its first touch of each inherited page it writes (copied then), as a
+        submission loaded here already has. None of this is charged: a drafter is built once where it
+        serves (a stream entry's is too), so a case is charged its ``reset`` on the prompt and its
+        steps, never its construction."""
+        if not self._fresh:  # a built-in's case process made both before it reported ready
+            self.drafter = None
+            if self.cls is None or self.wants_top is None:
+                self.cls = LOADERS[self.hello["source"]["kind"]](self.hello["source"])
+                self.check_params()
+            self._prepare_case()
+        self.send_json(loaded=True, wants_top=self.wants_top, wants_vocab=self.asked_vocab)
+
+    def _prepare_case(self) -> None:
+        """The warm-up run, then the drafter the case will reset."""
         self.wants_top = self.warm_up()
         self.drafter = self.make()
         self._fresh = True
-        self.send_json(loaded=True, wants_top=self.wants_top, wants_vocab=self.asked_vocab)
 
     def make(self):
         """A new drafter, built as every path builds one (:meth:`lookup.specs.DrafterSpec.build`) for
