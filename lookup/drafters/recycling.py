@@ -40,7 +40,7 @@ import numpy as np
 from lookup.base import EMPTY_DRAFT, MAX_TOP, Draft, Drafter
 from lookup.params import require_bool
 from pldcore.setting import Setting
-from lookup.acceptance.learner import AcceptanceRates, match_bucket
+from lookup.acceptance.learner import BUCKET_EDGES, AcceptanceRates, match_bucket
 from lookup.acceptance.model import PRIORS
 from lookup.acceptance.planner import best_cut, forward_costs
 from lookup.acceptance.rates import DecayedRate
@@ -72,6 +72,9 @@ LONG_PRIORS = ((0.96, 0.97), (0.985, 0.99), (0.99, 0.99))
 _SHORT = PRIORS.depth_prior(PRIORS.first, MAX_DEPTH)  # [B, D]
 PRIOR_CHAIN = np.stack([_SHORT, *(np.vstack([_SHORT[:-1], np.r_[first, np.full(MAX_DEPTH - 1, later)]])
                                   for first, later in LONG_PRIORS)])  # [G, B, D]
+#: the first-node prior of each long level (0 below the first): a chain node ``d`` deep after a match
+#: of ``m`` tokens, its ``d`` parents right, follows a match of ``m + d`` (chain_acceptance)
+_LONG_FIRST = np.array([0.0, *(first for first, _ in LONG_PRIORS)])
 PRIOR_RANKS = np.array([0.45, 0.09, 0.045, 0.025, 0.02, 0.016, 0.014, 0.01])
 PRIOR_STRENGTH = 2.0
 #: prior P(a lookup tree's sibling of rank r >= 1 is the next token | its parent was right)
@@ -240,11 +243,11 @@ class RecyclingDrafter(Drafter):
             self._proposed = None
             return EMPTY_DRAFT
         found = self._lookup(limit)
-        bucket = self.bucket()
+        match, bucket = self.match_length(), self.bucket()
         # remembered for observe() (the last propose's, whichever call that was); it changes no
         # future proposal by itself
         self._proposed = (self._last, found, bucket)
-        tokens, parents, probs = self.best_first(found, limit, bucket)
+        tokens, parents, probs = self.best_first(found, limit, bucket, match)
         if self.profile is None:
             n = len(tokens)
         else:
@@ -303,10 +306,20 @@ class RecyclingDrafter(Drafter):
         n = self.match_length()
         return int(np.searchsorted(LONG_EDGES, 0 if n is None else n, side="right")), match_bucket(n)
 
-    def chain_acceptance(self, bucket: tuple[int, int] | None = None) -> np.ndarray:
-        """Estimated P(chain node d right | nodes before it right), per depth d, after a match in
-        ``bucket`` (None: the lookup drafter's match now).  # [D]"""
-        return self._chain.estimate(self.bucket() if bucket is None else bucket)
+    def chain_acceptance(self, bucket: tuple[int, int] | None = None, match: int | None = None) -> np.ndarray:
+        """Estimated P(chain node d right | nodes before it right), per depth d, after a match of
+        ``match`` tokens in ``bucket`` (both None: the lookup drafter's match now; no ``match``: the
+        bucket's shortest). Never below the first-node prior of the long level that the match reaches
+        once the d nodes before are right (``match + d`` tokens: a chain that holds lengthens its match),
+        so a chain after a short match that keeps holding goes as deep as one after a long match
+        (Gemma's second turns, which copy the first answer from a short match on the chat template).  # [D]"""
+        if bucket is None:
+            bucket, match = self.bucket(), self.match_length()
+        if match is None:
+            match = _shortest_match(bucket)
+        estimate = self._chain.estimate(bucket)
+        reached = _LONG_FIRST[np.searchsorted(LONG_EDGES, match + np.arange(len(estimate)), side="right")]
+        return np.maximum(estimate, reached)
 
     def rank_acceptance(self) -> np.ndarray:
         """Estimated P(a row's rank-r token is the next token).  # [W]"""
@@ -316,11 +329,11 @@ class RecyclingDrafter(Drafter):
         """Estimated P(the lookup tree's sibling of rank r is right | its parent right), r = 1.. .  # [S]"""
         return self._siblings.estimate()
 
-    def best_first(self, found: Draft | np.ndarray, limit: int,
-                   bucket: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def best_first(self, found: Draft | np.ndarray, limit: int, bucket: tuple[int, int] | None = None,
+                   match: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The ``limit`` most probable nodes, parents first: (tokens [n], parents [n], P(node) [n]),
-        from the lookup draft ``found`` (a Draft, or a chain's [m] ids) copied after a match in
-        ``bucket`` (None: the lookup drafter's match now) and the table's rows.
+        from the lookup draft ``found`` (a Draft, or a chain's [m] ids) copied after a match of
+        ``match`` tokens in ``bucket`` (as :meth:`chain_acceptance` reads them) and the table's rows.
 
         Every node's probability is at most its parent's, so popping the most probable
         candidate first always yields parents before children, and any prefix is a tree.
@@ -329,7 +342,8 @@ class RecyclingDrafter(Drafter):
             found = Draft(found)
         parents = np.arange(-1, len(found) - 1, dtype=np.int32) if found.parents is None else found.parents
         return best_first_tree(self._last, found.tokens, parents, self._rows, self._slot,
-                               self.chain_acceptance(bucket), self.rank_acceptance(), self.sibling_acceptance(), limit)
+                               self.chain_acceptance(bucket, match), self.rank_acceptance(), self.sibling_acceptance(),
+                               limit)
 
     def _lookup(self, limit: int) -> Draft:
         """The lookup drafter's draft (a chain, or a tree of several occurrences' continuations)."""
@@ -343,6 +357,12 @@ class RecyclingDrafter(Drafter):
         base = None if self.base is None else {"name": self.base.name, **self.base.params()}
         return {"base": base, "max_nodes": self.max_nodes, "width": self.width, "decay": self.decay,
                 "cost_aware": self.profile is not None, "branches": self.branches}
+
+
+def _shortest_match(bucket: tuple[int, int]) -> int:
+    """The shortest match length of statistics row ``bucket`` (long level, match-length bucket)."""
+    level, b = bucket
+    return LONG_EDGES[level - 1] if level > 0 else (0, *BUCKET_EDGES)[b]
 
 
 def _children(draft: Draft) -> dict[int, list[int]]:

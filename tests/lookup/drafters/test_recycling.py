@@ -266,6 +266,44 @@ class MatchedDrafter(FixedDrafter):
         return self.match
 
 
+def floored(prior, match: int) -> list[float]:
+    """The documented floor of a chain's estimates: node d (its d parents right, the match then
+    ``match + d`` tokens long) is at least the first-node prior of the long level ``match + d`` reaches."""
+    from lookup.drafters.recycling import LONG_EDGES, LONG_PRIORS
+
+    out = []
+    for d, p in enumerate(np.asarray(prior).tolist()):
+        level = sum(match + d >= edge for edge in LONG_EDGES)
+        out.append(max(p, LONG_PRIORS[level - 1][0]) if level else p)
+    return out
+
+
+def shortest(row: tuple[int, int]) -> int:
+    """The shortest match of statistics row ``row`` (long level, match-length bucket)."""
+    from lookup.acceptance import BUCKET_EDGES
+    from lookup.drafters.recycling import LONG_EDGES
+
+    level, b = row
+    return LONG_EDGES[level - 1] if level else (0, *BUCKET_EDGES)[b]
+
+
+def test_a_chain_that_holds_is_judged_by_the_match_it_reaches():
+    """After a 6-token match the chain's node 10 has 16 tokens of match behind it once its parents are
+    right: never judged below the 16-token level's first node (a second turn that copies the first
+    answer from a short match on the chat template goes deep)."""
+    from lookup.drafters.recycling import LONG_PRIORS
+
+    d = RecyclingDrafter(base=MatchedDrafter(range(100, 164), 6), setting=reference_setting())
+    d.reset([1])
+    estimate = d.chain_acceptance()
+    assert estimate.tolist() == floored(PRIOR_CHAIN[d.bucket()], 6)
+    assert (estimate[10:26] >= LONG_PRIORS[0][0]).all() and (estimate[26:] >= LONG_PRIORS[1][0]).all()
+    assert estimate[:10].tolist() == PRIOR_CHAIN[d.bucket()][:10].tolist()  # below 16 tokens: the bucket's own
+    # a row given alone is read at its shortest match; with the match, at that match
+    assert d.chain_acceptance((0, 4)).tolist() == floored(PRIOR_CHAIN[0, 4], 6)
+    assert d.chain_acceptance((0, 4), 9).tolist() == floored(PRIOR_CHAIN[0, 4], 9)
+
+
 def test_the_chain_is_judged_by_its_match_length_bucket_and_learnt_there_alone():
     from lookup.acceptance import match_bucket
 
@@ -275,17 +313,17 @@ def test_the_chain_is_judged_by_its_match_length_bucket_and_learnt_there_alone()
     # before any feedback: the prior of the bucket, a longer match likelier
     row = (0, match_bucket(1))
     assert short.bucket() == row and long.bucket() == (0, match_bucket(12))
-    assert short.chain_acceptance().tolist() == PRIOR_CHAIN[row].tolist()
+    assert short.chain_acceptance().tolist() == floored(PRIOR_CHAIN[row], 1)
     assert long.chain_acceptance()[0] > short.chain_acceptance()[0]
     draft = short.propose(8)
     short.extend([10, 11, 99])  # the first two nodes right, the third wrong
     short.observe(draft, 2)
     learnt = short.chain_acceptance()
-    prior = PRIOR_CHAIN[row]
+    prior = np.array(floored(PRIOR_CHAIN[row], 1))
     assert np.all(learnt[:2] > prior[:2]) and learnt[2] < prior[2] and learnt[3:].tolist() == prior[3:].tolist()
     for other in np.ndindex(PRIOR_CHAIN.shape[:2]):
         if other != row:
-            assert short.chain_acceptance(other).tolist() == PRIOR_CHAIN[other].tolist()
+            assert short.chain_acceptance(other).tolist() == floored(PRIOR_CHAIN[other], shortest(other))
 
 
 @pytest.mark.parametrize("match, level", [(10, 0), (15, 0), (16, 1), (31, 1), (32, 2), (63, 2), (64, 3), (500, 3)])
@@ -303,9 +341,10 @@ def test_a_long_match_has_a_level_of_its_own_and_its_chain_goes_deeper(match, le
     assert d.bucket() == (level, match_bucket(match))
     estimate = d.chain_acceptance()
     if level:
-        assert estimate[0] == LONG_PRIORS[level - 1][0] and estimate[1:].tolist() == [LONG_PRIORS[level - 1][1]] * (len(estimate) - 1)
+        row = [LONG_PRIORS[level - 1][0]] + [LONG_PRIORS[level - 1][1]] * (len(estimate) - 1)
+        assert estimate.tolist() == floored(row, match)
     else:
-        assert estimate.tolist() == PRIOR_CHAIN[0, match_bucket(match)].tolist()
+        assert estimate.tolist() == floored(PRIOR_CHAIN[0, match_bucket(match)], match)
     draft = d.propose(63)
     chain = 0  # how deep the lookup chain goes in the tree sent
     while chain < len(draft) and draft.tokens[chain] == 100 + chain and draft.parents[chain] == chain - 1:
@@ -317,4 +356,5 @@ def test_a_long_match_has_a_level_of_its_own_and_its_chain_goes_deeper(match, le
     base_chain = 0
     while base_chain < len(base) and base.tokens[base_chain] == 100 + base_chain and base.parents[base_chain] == base_chain - 1:
         base_chain += 1
-    assert (chain > base_chain) if level else (chain == base_chain)
+    # below 16 tokens, the same bucket: the floor alone tells the chains apart, a longer match deeper
+    assert (chain > base_chain) if level else (chain >= base_chain if match >= 12 else chain <= base_chain)
