@@ -196,20 +196,29 @@ def test_drafter_copies_the_continuation_of_the_chosen_occurrence(data, budget, 
     assert draft.parents is None
 
 
+def fed(chunks, **params) -> SuffixAutomatonDrafter:
+    """A drafter made with ``params``, reset on the first chunk and extended by the others."""
+    d = SuffixAutomatonDrafter(**params)
+    d.reset(chunks[0] if chunks else [])
+    for chunk in chunks[1:]:
+        d.extend(chunk)
+    return d
+
+
+def recent_ends(seq, k: int) -> list[int]:
+    """The ``k`` most recent earlier ends of the longest match of ``seq``'s suffix, newest first (brute force)."""
+    length = brute_match(seq)[0] if seq else 0
+    return [e for e in range(len(seq) - 2, -1, -1)
+            if length and e + 1 >= length and seq[e + 1 - length : e + 1] == seq[len(seq) - length :]][:k]
+
+
 @settings(max_examples=60, deadline=None)
 @given(chunked_sequences(max_len=60), st.integers(0, 12), st.integers(2, 5), st.integers(1, 8), st.booleans())
 def test_branches_draft_the_tree_of_the_most_recent_occurrences_continuations(data, budget, branches, max_tokens, loop):
     seq, chunks = data
-    d = SuffixAutomatonDrafter(max_tokens=max_tokens, length_rule=None, max_depth=UNBOUNDED, branches=branches,
-                               loop=loop)
-    d.reset(chunks[0] if chunks else [])
-    for chunk in chunks[1:]:
-        d.extend(chunk)
+    d = fed(chunks, max_tokens=max_tokens, length_rule=None, max_depth=UNBOUNDED, branches=branches, loop=loop)
     draft = d.propose(budget)
-    length = brute_match(seq)[0] if seq else 0
-    # the most recent `branches` earlier ends of the longest match, newest first
-    ends = [e for e in range(len(seq) - 2, -1, -1)
-            if length and e + 1 >= length and seq[e + 1 - length : e + 1] == seq[len(seq) - length :]][:branches]
+    ends = recent_ends(seq, branches)
     want = continuation_tree(np.asarray(seq, dtype=np.int64), ends, min(budget, max_tokens), budget, loop) if ends else None
     if want is None or budget == 0:
         assert len(draft) == 0
@@ -222,16 +231,10 @@ def test_branches_draft_the_tree_of_the_most_recent_occurrences_continuations(da
 @given(chunked_sequences(max_len=60), st.integers(0, 12), st.integers(1, 6), st.integers(1, 8), st.booleans())
 def test_the_majority_drafts_the_chain_most_remembered_occurrences_follow(data, budget, occurrences, max_tokens, loop):
     seq, chunks = data
-    d = SuffixAutomatonDrafter(max_tokens=max_tokens, length_rule=None, max_depth=UNBOUNDED, occurrence="majority",
-                               occurrences=occurrences, loop=loop)
-    d.reset(chunks[0] if chunks else [])
-    for chunk in chunks[1:]:
-        d.extend(chunk)
+    d = fed(chunks, max_tokens=max_tokens, length_rule=None, max_depth=UNBOUNDED, occurrence="majority",
+            occurrences=occurrences, loop=loop)
     draft = d.propose(budget)
-    length = brute_match(seq)[0] if seq else 0
-    # the most recent `occurrences` earlier ends of the longest match, newest first
-    ends = [e for e in range(len(seq) - 2, -1, -1)
-            if length and e + 1 >= length and seq[e + 1 - length : e + 1] == seq[len(seq) - length :]][:occurrences]
+    ends = recent_ends(seq, occurrences)
     n = min(budget, max_tokens)
     out = np.zeros(max(n, 1), dtype=np.int64)
     m = majority_chain(np.asarray(seq, dtype=np.int32), len(seq), np.asarray(ends, dtype=np.int64), n, loop, out) \
