@@ -243,7 +243,8 @@ class RecyclingDrafter(Drafter):
             self._proposed = None
             return EMPTY_DRAFT
         found = self._lookup(limit)
-        match, bucket = self.match_length(), self.bucket()
+        match = self.match_length()
+        bucket = _row_of(match)
         # remembered for observe() (the last propose's, whichever call that was); it changes no
         # future proposal by itself
         self._proposed = (self._last, found, bucket)
@@ -303,8 +304,7 @@ class RecyclingDrafter(Drafter):
         """The statistics' row for the lookup drafter's match now: (long level, the match-length
         bucket of :func:`lookup.acceptance.match_bucket`); level 0 below ``LONG_EDGES[0]`` tokens
         (or no match length reported)."""
-        n = self.match_length()
-        return int(np.searchsorted(LONG_EDGES, 0 if n is None else n, side="right")), match_bucket(n)
+        return _row_of(self.match_length())
 
     def chain_acceptance(self, bucket: tuple[int, int] | None = None, match: int | None = None) -> np.ndarray:
         """Estimated P(chain node d right | nodes before it right), per depth d, after a match of
@@ -314,7 +314,8 @@ class RecyclingDrafter(Drafter):
         so a chain after a short match that keeps holding goes as deep as one after a long match
         (Gemma's second turns, which copy the first answer from a short match on the chat template).  # [D]"""
         if bucket is None:
-            bucket, match = self.bucket(), self.match_length()
+            match = self.match_length()
+            bucket = _row_of(match)
         if match is None:
             match = _shortest_match(bucket)
         estimate = self._chain.estimate(bucket)
@@ -357,6 +358,11 @@ class RecyclingDrafter(Drafter):
         base = None if self.base is None else {"name": self.base.name, **self.base.params()}
         return {"base": base, "max_nodes": self.max_nodes, "width": self.width, "decay": self.decay,
                 "cost_aware": self.profile is not None, "branches": self.branches}
+
+
+def _row_of(match: int | None) -> tuple[int, int]:
+    """The statistics' row of a match of ``match`` tokens (None: unknown): (long level, bucket)."""
+    return int(np.searchsorted(LONG_EDGES, 0 if match is None else match, side="right")), match_bucket(match)
 
 
 def _shortest_match(bucket: tuple[int, int]) -> int:

@@ -128,8 +128,7 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             raise ValueError("min_match, max_tokens, occurrences and branches must be >= 1")
         self.branches = branches
         occurrences = max(occurrences, branches)
-        self._branch_ends = np.zeros(branches, dtype=np.int64)  # [branches] scratch for propose()
-        self._ends = np.zeros(occurrences, dtype=np.int64)  # [occurrences] scratch: the majority's occurrences
+        self._ends = np.zeros(occurrences, dtype=np.int64)  # [occurrences] scratch for propose(): the match's ends
         self.fallback = require_bool("fallback", fallback)
         self.loop = require_bool("loop", loop)
         self._copy = np.zeros(max_tokens, dtype=np.int64)  # [max_tokens] scratch: a looped draft
@@ -247,13 +246,12 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             return EMPTY_DRAFT
         n = min(budget, self.draft_length(length))
         if self.branches > 1 and n > 0:
-            k = self.sam.match_ends(self._branch_ends)
-            tokens, parents = continuation_tree(self.sam.sequence, self._branch_ends[:k], n, budget, self.loop)
+            k = self.sam.match_ends(self._ends[: self.branches])
+            tokens, parents = continuation_tree(self.sam.sequence, self._ends[:k], n, budget, self.loop)
             return Draft(tokens, parents) if len(tokens) else EMPTY_DRAFT
         if self.occurrence is Occurrence.MAJORITY and n > 0:
             k = self.sam.match_ends(self._ends)
-            return Draft(self._copy[: majority_chain(self.sam.tokens, len(self.sam), self._ends[:k], n, self.loop,
-                                                     self._copy)].copy())
+            return Draft(self._copy[: majority_chain(self.sam.sequence, self._ends[:k], n, self.loop, self._copy)].copy())
         end = recent if self.occurrence is Occurrence.RECENT else earliest
         if self.fallback and len(self.sam) - 1 - end < n:
             # The most recent occurrence runs into the current suffix (a tight repeat): the

@@ -7,7 +7,7 @@ can ride along in the same forward as branches of a tree, the idea of SuffixDeco
 SAM-Decoding's trees (here over the occurrences an index remembers, not over a suffix tree).
 
     tokens, parents = continuation_tree(sequence, ends, length, budget)
-    n = majority_chain(tokens, n_tokens, ends, length, loop, out)   # the chain most of them follow
+    n = majority_chain(sequence, ends, length, loop, out)   # the chain most of them follow, in out[:n]
 """
 
 from __future__ import annotations
@@ -41,8 +41,18 @@ def continuation_tree(sequence: np.ndarray, ends: Sequence[int], length: int,
 
 
 @njit(cache=True)
+def _continuation(sequence, end, length, loop, out):
+    """Write into ``out`` the (at most ``length``) tokens that follow ``end`` in ``sequence``, round its
+    loop past its end with ``loop``; return how many."""
+    if loop:
+        return overlapping_copy(sequence, len(sequence), end + 1, length, out)
+    m = max(0, min(length, len(sequence) - 1 - end))
+    out[:m] = sequence[end + 1 : end + 1 + m]
+    return m
+
+
+@njit(cache=True)
 def _tree(sequence, ends, length, budget, loop):
-    n_seq = len(sequence)
     path = np.zeros(length, dtype=np.int64)  # [length] one occurrence's continuation
     cap = len(ends) * length + 1
     first_child = np.full(cap, -1, dtype=np.int64)  # the trie as first-child / next-sibling links
@@ -55,11 +65,7 @@ def _tree(sequence, ends, length, budget, loop):
     for rank in range(len(ends)):
         count[0] += 1
         node = 0
-        if loop:
-            m = overlapping_copy(sequence, n_seq, ends[rank] + 1, length, path)
-        else:
-            m = max(0, min(length, n_seq - 1 - ends[rank]))
-            path[:m] = sequence[ends[rank] + 1 : ends[rank] + 1 + m]
+        m = _continuation(sequence, ends[rank], length, loop, path)
         for i in range(m):
             t = path[i]
             child, last = first_child[node], -1
@@ -103,12 +109,11 @@ def _tree(sequence, ends, length, budget, loop):
     return tokens[:n], parents[:n]
 
 
-def majority_chain(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, length: int, loop: bool,
-                   out: np.ndarray) -> int:
+def majority_chain(sequence: np.ndarray, ends: Sequence[int], length: int, loop: bool, out: np.ndarray) -> int:
     """Write into ``out[:m]`` the chain that most continuations of ``ends`` (newest first) follow, depth
     by depth, and return m (at most ``length``): at each depth the token most of the continuations
     that went the chain's way so far go on with, ties to the newest occurrence's; it stops where none
-    goes on. ``tokens[:n_tokens]`` is the sequence; with ``loop``, a continuation that runs into its end
+    goes on. With ``loop``, a continuation that runs into the end of ``sequence``
     goes on round its loop (:func:`lookup.indexes.loop.overlapping_copy`). ``out``: [>= length].
 
     With one end, or where the newest occurrence's continuation is the majority's, it is that
@@ -116,23 +121,17 @@ def majority_chain(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, length: 
     which the output is still going round), the chain follows the others."""
     if length <= 0 or len(ends) == 0:
         return 0
-    return int(_majority(tokens, int(n_tokens), np.ascontiguousarray(ends, dtype=np.int64), int(length),
+    return int(_majority(np.ascontiguousarray(sequence), np.ascontiguousarray(ends, dtype=np.int64), int(length),
                          bool(loop), out))
 
 
 @njit(cache=True)
-def _majority(tokens, n_tokens, ends, length, loop, out):
+def _majority(sequence, ends, length, loop, out):
     k = len(ends)
     paths = np.zeros((k, length), dtype=np.int64)  # [k, length] each occurrence's continuation
     lens = np.zeros(k, dtype=np.int64)
     for r in range(k):
-        if loop:
-            lens[r] = overlapping_copy(tokens, n_tokens, ends[r] + 1, length, paths[r])
-        else:
-            m = max(0, min(length, n_tokens - 1 - ends[r]))
-            for i in range(m):
-                paths[r, i] = tokens[ends[r] + 1 + i]
-            lens[r] = m
+        lens[r] = _continuation(sequence, ends[r], length, loop, paths[r])
     alive = np.ones(k, dtype=np.bool_)  # continuations that went the chain's way so far
     for d in range(length):
         best, best_count = -1, 0

@@ -237,7 +237,7 @@ def test_the_majority_drafts_the_chain_most_remembered_occurrences_follow(data, 
     ends = recent_ends(seq, occurrences)
     n = min(budget, max_tokens)
     out = np.zeros(max(n, 1), dtype=np.int64)
-    m = majority_chain(np.asarray(seq, dtype=np.int32), len(seq), np.asarray(ends, dtype=np.int64), n, loop, out) \
+    m = majority_chain(np.asarray(seq, dtype=np.int32), np.asarray(ends, dtype=np.int64), n, loop, out) \
         if ends and n else 0
     assert draft.tokens.tolist() == out[:m].tolist() and draft.parents is None
     if occurrences == 1:  # one occurrence remembered: the most recent one's continuation

@@ -99,7 +99,7 @@ def test_the_majority_chain_is_the_vote_of_the_continuations_depth_by_depth(sequ
     conts = [tuple((naive_loop(sequence, e + 1, length) if loop else seq[e + 1 : e + 1 + length]).tolist())
              for e in ends]
     out = np.full(length + 3, -7, dtype=np.int64)
-    m = majority_chain(seq, len(seq), np.asarray(ends, dtype=np.int64), length, loop, out)
+    m = majority_chain(seq, np.asarray(ends, dtype=np.int64), length, loop, out)
     assert out[:m].tolist() == naive_majority(conts, length)
     assert (out[m:] == -7).all() or m == length  # nothing written past the chain
 
@@ -111,6 +111,6 @@ def test_the_majority_leaves_an_occurrence_that_runs_off_on_its_own():
     seq = np.array([1, 2, 3, 1, 2, 3, 1, 2, 3, 9, 0, 1, 2, 3], dtype=np.int32)
     ends = np.array([8, 5, 2], dtype=np.int64)  # the earlier ends of "... 2 3", newest first
     out = np.zeros(5, dtype=np.int64)
-    assert majority_chain(seq, len(seq), ends, 5, False, out) == 5 and out.tolist() == [1, 2, 3, 9, 0]
+    assert majority_chain(seq, ends, 5, False, out) == 5 and out.tolist() == [1, 2, 3, 9, 0]
     # one occurrence: its continuation
-    assert majority_chain(seq, len(seq), ends[:1], 4, False, out) == 4 and out[:4].tolist() == [9, 0, 1, 2]
+    assert majority_chain(seq, ends[:1], 4, False, out) == 4 and out[:4].tolist() == [9, 0, 1, 2]
