@@ -23,7 +23,7 @@ from experiments.competition.board import NAME_RE, ORACLE, Board, atomic_write, 
 from experiments.competition.loader import entry_of, load_entries
 from experiments.competition.records import Entry
 from experiments.competition.cross_fit import cross_fitted, folds
-from experiments.competition.sandbox import Disqualified, Evaluation, Sandbox, Submission, evaluate
+from experiments.competition.sandbox import Disqualified, Evaluation, Sandbox, Sandboxes, Submission, evaluate
 from experiments.competition.scoring import (BOARD_TRACKS, CPU_TRACK, ORACLE_CAP, Sampled, Track, entry_scores,
                                              oracle_rows, oracle_track, replay_scores, track_profile, track_scores,
                                              track_sets)
@@ -326,49 +326,55 @@ def run_submission(board: Board, submission, sets, info: dict, kind: str, limits
         submission = Submission.file(stored, submission.name, submission.params,
                                      display=submission.source.get("display") or path.name)
 
-    def run(submission: Submission, track: Track = CPU_TRACK, replayed=sets) -> Evaluation:
-        for _ in range(2):
-            with progress_bar(sum(len(s.cases) for s in replayed), f"{submission.name} ({track.name})"[:30],
-                              leave=False) as bar:
-                evaluation = evaluate(submission, replayed, limits, deny=[board.folder], landlock=landlock,
-                                      progress=bar.update, require_isolation=require_isolation, stream=stream,
-                                      public=public, profile=track.profile, draft_budget=track.draft_budget,
-                                      batch=track.batch)
-            if evaluation.ok or evaluation.reason.split(":", 1)[0] not in TIME_KINDS:
-                return evaluation
-        return evaluation
+    # one sandbox serves every run of the entry (the CPU track, each other track, a retry; a fold's fit
+    # makes another entry, with one of its own): a start costs about what a run of a small benchmark does
+    boxes = Sandboxes()
+    try:
+        def run(submission: Submission, track: Track = CPU_TRACK, replayed=sets) -> Evaluation:
+            for _ in range(2):
+                with progress_bar(sum(len(s.cases) for s in replayed), f"{submission.name} ({track.name})"[:30],
+                                  leave=False) as bar:
+                    evaluation = evaluate(submission, replayed, limits, deny=[board.folder], landlock=landlock,
+                                          progress=bar.update, require_isolation=require_isolation, stream=stream,
+                                          public=public, profile=track.profile, draft_budget=track.draft_budget,
+                                          batch=track.batch, boxes=boxes)
+                if evaluation.ok or evaluation.reason.split(":", 1)[0] not in TIME_KINDS:
+                    return evaluation
+            return evaluation
 
-    evaluation = run(submission)
-    entry = make_entry(evaluation, kind, info["hash"], limits, public=public)
-    if evaluation.ok:
-        shared: dict[tuple, Evaluation] = {}
-        # each track's cases (a sampled track's: the benchmark's traces in its regime, none where it has none)
-        replays = {t.name: (t, r) for t in (build_tracks(sampled) if tracks is None else tracks)
-                   if (r := track_sets(t, sets, sampled or {})) is not None}
-        hashes = info_tracks(info)
+        evaluation = run(submission)
+        entry = make_entry(evaluation, kind, info["hash"], limits, public=public)
+        if evaluation.ok:
+            shared: dict[tuple, Evaluation] = {}
+            # each track's cases (a sampled track's: the benchmark's traces in its regime, none where it has none)
+            replays = {t.name: (t, r) for t in (build_tracks(sampled) if tracks is None else tracks)
+                       if (r := track_sets(t, sets, sampled or {})) is not None}
+            hashes = info_tracks(info)
 
-        def track_run(track: Track, replayed) -> Evaluation:
-            # an entry of ours that plans nothing drafts the same under every profile of one draft budget
-            # and regime: one run serves those tracks, each pricing its steps under its own profile
-            key = _shared_run(submission, track)
-            if key is None:
-                return run(submission, track, replayed)
-            if key not in shared:
-                shared[key] = run(submission, track, replayed)
-            return shared[key]
+            def track_run(track: Track, replayed) -> Evaluation:
+                # an entry of ours that plans nothing drafts the same under every profile of one draft budget
+                # and regime: one run serves those tracks, each pricing its steps under its own profile
+                key = _shared_run(submission, track)
+                if key is None:
+                    return run(submission, track, replayed)
+                if key not in shared:
+                    shared[key] = run(submission, track, replayed)
+                return shared[key]
 
-        entry["tracks"] = {name: gpu_track(track_run(track, replayed), track, entry, info["hash"], public, replayed,
-                                           None if track.regime.greedy else hashes.get(name) or benchmark_hash(replayed))
-                           for name, (track, replayed) in replays.items()}
-        flat = entry["tracks"][GPU_PROFILE_TRACK] if GPU_PROFILE_TRACK in entry["tracks"] else None
-        if flat is not None and flat["status"] == "ok":  # the GPU column: the flat track's own run
-            entry["score_gpu"] = flat["score"]
-            for group, scores in entry["groups"].items():
-                scores["est_speedup_gpu"] = flat["groups"][group]["est_speedup"] if group in flat["groups"] else None
-    if evaluation.ok and kind in TRUSTED_KINDS and submission.source["kind"] == "builtin" \
-            and _fitted_on(submission, sets) == info["hash"]:
-        # its numbers were fitted on these very cases: scored cross-fitted too (cross_fit.py)
-        entry["cross_fitted"] = cross_fitted(submission, cross_folds(sets, info["hash"]), run, info["hash"])
+            entry["tracks"] = {name: gpu_track(track_run(track, replayed), track, entry, info["hash"], public, replayed,
+                                               None if track.regime.greedy else hashes.get(name) or benchmark_hash(replayed))
+                               for name, (track, replayed) in replays.items()}
+            flat = entry["tracks"][GPU_PROFILE_TRACK] if GPU_PROFILE_TRACK in entry["tracks"] else None
+            if flat is not None and flat["status"] == "ok":  # the GPU column: the flat track's own run
+                entry["score_gpu"] = flat["score"]
+                for group, scores in entry["groups"].items():
+                    scores["est_speedup_gpu"] = flat["groups"][group]["est_speedup"] if group in flat["groups"] else None
+        if evaluation.ok and kind in TRUSTED_KINDS and submission.source["kind"] == "builtin" \
+                and _fitted_on(submission, sets) == info["hash"]:
+            # its numbers were fitted on these very cases: scored cross-fitted too (cross_fit.py)
+            entry["cross_fitted"] = cross_fitted(submission, cross_folds(sets, info["hash"]), run, info["hash"])
+    finally:
+        boxes.close()
     if keep_best:
         if _slip(evaluation):
             _remove(made)  # nothing of this submission stays

@@ -297,7 +297,8 @@ class Sandbox:
         self._peak_kb: int | None = None
         self._case_layers: list[str] | None = None
         self._counted: int | None = None  # the case process whose usage was last kept
-        self._unreaped = False  # a case process was killed and the zygote's report of it is unread
+        self._out = False  # the zygote holds a case process it handed over and has not reaped
+        self._owed = 0  # reports of a case process's end the zygote owes this process, unread
         self._root: Path | None = None
         self._home: Path | None = None
         self._deadline = math.inf
@@ -350,6 +351,39 @@ class Sandbox:
         self._mark = self._cpu()
         self._calibrate()
         self._open_case(t0 + self.limits.setup_s + self.limits.margin_s)
+        self.setup_s = time.monotonic() - t0
+        self._deadline = time.monotonic() + self.limits.total_s
+
+    def begin_run(self, setting: Setting) -> None:
+        """Serve another run of the same entry (another track: ``setting``) with this sandbox: the
+        last run's case process ends, the zygote makes the next ones for the new setting (a built-in
+        warmed up again in it), and what the sandbox counts for a run starts again: CPU, memory,
+        refusals, resets, the replay's time limit. What is kept is the zygote, which never runs
+        submitted code, and the calibration: every case still gets a process of its own, so nothing
+        of one run reaches the next (a stream entry's history included)."""
+        if self._proc is None or self._zygote is None:
+            raise PLDError("the sandbox is not running")
+        t0 = time.monotonic()
+        deadline = t0 + self.limits.setup_s + self.limits.margin_s
+        self._end_case()
+        self._collect()
+        self._pipe, self._pid = self._zygote, self._zpid
+        self.setting = setting.to_dict()
+        self._zygote.send(("setting", self.setting), deadline)
+        self._handed_back()
+        self._collect()
+        reply = json_answer(self._exchange(None, deadline, "start-up", self._late_start))
+        error = error_in(reply, ("exception",))
+        if error is not None:
+            self.kill()
+            raise error
+        fields(reply, {"ready": bool})
+        self._drain_refusals()  # the last run's, reported with it
+        self.refused, self.refused_count, self.reset_total_s = [], 0, 0.0
+        self._case_cpu_s, self._peak_kb, self._last_seen = 0.0, None, (None, None)
+        self.wants_top = 0  # the new setting's drafter may ask for other rows: its first case says
+        self._deadline = math.inf
+        self._open_case(deadline)
         self.setup_s = time.monotonic() - t0
         self._deadline = time.monotonic() + self.limits.total_s
 
@@ -480,11 +514,13 @@ class Sandbox:
         replay's total time."""
         t0 = time.monotonic()
         self._pipe, self._pid = self._zygote, self._zpid
-        self._reaped()
+        self._collect()
         try:
             self._zygote.send(("case",), deadline)
             fd = self._receive_channel(deadline)
             inner = fields(json_answer(self._zygote.receive(deadline, 4096)), {"pid": int})["pid"]
+            self._handed_back()  # the one handed over before this one: reaped now
+            self._out = True
         except TimeoutError:
             self.kill()
             raise self._late_start() from None
@@ -551,29 +587,42 @@ class Sandbox:
         raise PLDError(f"the sandbox cannot find its case process ({path}: {pids}; the zygote named {inner})")
 
     def _end_case(self) -> None:
-        """Stop the case process (a sequence is over): SIGKILL, its CPU time and peak memory kept
-        for the usage report. The zygote's report of its end is read before the next request to
-        the zygote (:meth:`_reaped`), so the kill and the next case's start overlap."""
+        """Stop the case process (a sequence is over): SIGKILL, its CPU time and peak memory kept for
+        the usage report; returns once every thread of it has begun to exit (none runs its code
+        again), not when the kernel has torn its memory down: the zygote waits for that, and reports
+        it, while the next case process serves (read by :meth:`_collect` before the next request)."""
         if self._pipe is None or self._pipe is self._zygote:
             return
         self._keep_usage()
         with contextlib.suppress(OSError, TypeError):
             os.kill(self._pid, signal.SIGKILL)
+        # a thread at work on another CPU stops at its next entry to the kernel, microseconds away;
+        # one in an uninterruptible wait cannot leave the kernel but to exit: the wait is bounded
+        until = time.monotonic() + 0.5
+        while not isolation.exiting(self._pid) and time.monotonic() < until:
+            time.sleep(0)
         self._pipe.close()
         self._pipe, self._pid = self._zygote, self._zpid
-        self._unreaped = True
 
-    def _reaped(self) -> None:
-        """Wait for the zygote's report that the last case process is gone (it has removed that
-        process's scratch folder too), if it has not been read yet."""
-        if not self._unreaped:
-            return
-        self._unreaped = False
-        try:
-            fields(json_answer(self._zygote.receive(time.monotonic() + 10.0, 4096)), {"exit": int})
-        except (TimeoutError, EOFError, OSError, ValueError, Disqualified):
-            self.kill()
-            raise PLDError("the sandbox's zygote did not report the end of a case") from None
+    def _handed_back(self) -> None:
+        """The zygote reaps the case process handed over last, and will report its end: after the
+        next handover, or before its answer to ``reap``, ``setting`` and ``quit``."""
+        if self._out:
+            self._owed += 1
+            self._out = False
+
+    def _collect(self) -> int | None:
+        """Read every report of a case process's end the zygote owes (each one of a process that was
+        stopped, or ended, before); returns the last exit code read (None: none was owed)."""
+        code = None
+        while self._owed:
+            self._owed -= 1
+            try:
+                code = fields(json_answer(self._zygote.receive(time.monotonic() + 10.0, 4096)), {"exit": int})["exit"]
+            except (TimeoutError, EOFError, OSError, ValueError, Disqualified):
+                self.kill()
+                raise PLDError("the sandbox's zygote did not report the end of a case") from None
+        return code
 
     def _keep_usage(self) -> None:
         """Add the case process's CPU time and peak memory to the sandbox's (once per process)."""
@@ -589,19 +638,25 @@ class Sandbox:
             self._peak_kb = max(self._peak_kb or 0, peak)
 
     def next_sequence(self) -> None:
-        """Before a sequence: a fresh case process, unless this sandbox serves a stream (or the
-        current one has served nothing yet)."""
+        """Before a sequence (at its drafter's reset, once the loop has readied the case): a fresh
+        case process, unless this sandbox serves a stream (or the current one has served nothing yet)."""
         if self._served and not self.stream:
             self._end_case()
             self._open_case(time.monotonic() + self.limits.setup_s + self.limits.margin_s)
         self._served = True
+
+    def _sequence_over(self) -> None:
+        """A per-request entry's sequence is over: its case process is stopped now, so that the
+        kernel tears it down while this process scores the case and the next case process serves."""
+        if not self.stream:
+            self._end_case()
 
     def close(self) -> None:
         if self._proc is not None:
             if self._proc.poll() is None and self._zygote is not None:
                 try:
                     self._end_case()
-                    self._reaped()
+                    self._collect()
                     self._zygote.send(("quit",), time.monotonic() + 1.0)
                     self._proc.wait(timeout=1.0)
                 except (OSError, PLDError, TimeoutError, subprocess.TimeoutExpired):
@@ -760,8 +815,11 @@ class Sandbox:
             self._pipe.close()
             self._pipe, self._pid = self._zygote, self._zpid
             try:
-                code = fields(json_answer(self._zygote.receive(time.monotonic() + 5.0, 4096)), {"exit": int})["exit"]
-            except (TimeoutError, EOFError, OSError, ValueError, Disqualified):
+                self._collect()
+                self._zygote.send(("reap",), time.monotonic() + 5.0)
+                self._handed_back()
+                code = self._collect()
+            except (TimeoutError, EOFError, OSError, ValueError, Disqualified, PLDError):
                 code = None
             time.sleep(0.05)  # what it printed last reaches the output thread
         if code is None and self._proc is not None:
@@ -792,7 +850,6 @@ class Sandbox:
 
     def replay(self, case, profile, draft_budget: int = DRAFT_BUDGET):
         """``experiments.running.replay.replay_case`` through the sandbox: (GenerationResult, parent round-trip s)."""
-        self.next_sequence()
         drafter = self.drafter()
         try:
             out = replay_case(case, drafter, profile, draft_budget=draft_budget)
@@ -807,11 +864,11 @@ class Sandbox:
         drafter.finish()
         drafter.apply_times(out.stats)
         self._check_disk()
+        self._sequence_over()
         return out, drafter.round_trip_s
 
     def generate(self, target, prompt, max_new_tokens: int, **kwargs):
         """``decoding.generate`` on any target (a live model for --verify) with the sandboxed drafter."""
-        self.next_sequence()
         drafter = self.drafter()
         try:
             out = decoding.generate(target, prompt, drafter, max_new_tokens, **kwargs)
@@ -822,6 +879,7 @@ class Sandbox:
             raise Disqualified("invalid", str(exc).replace(" (SandboxedDrafter)", "")) from None
         drafter.finish()
         drafter.apply_times(out.stats)
+        self._sequence_over()
         return out
 
 
@@ -871,6 +929,7 @@ class SandboxedDrafter(Drafter):
         self._proposed = False
 
     def reset(self, prompt) -> None:
+        self.box.next_sequence()
         self.box._check_disk()
         self.box._drain_refusals()
         self._events, self._wait, self._last, self._proposed = [], 0.0, None, False
@@ -972,17 +1031,64 @@ def trace_roots(sets) -> list[str]:
     return fixed + sorted(p for p in own if not any(isolation.under(p, root) for root in fixed))
 
 
+class Sandboxes:
+    """Sandboxes kept alive between the runs of one entry (a build's tracks, its retries), so that
+    each run does not start one: a start (a new interpreter in bubblewrap, its imports, warm-up and
+    calibration) costs about as much as a run over a small benchmark. :func:`evaluate` takes the one
+    a run's start would make (the same entry, limits, isolation, what it may read, vocabulary),
+    moves it to the run's setting (:meth:`Sandbox.begin_run`) and gives it back when the run is
+    scored; one that disqualified its entry is closed, never served again. A context manager: on
+    leaving it every kept sandbox is closed."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, Sandbox] = {}
+
+    def take(self, key: str, vocab: Sequence[str] | None) -> Sandbox | None:
+        """The sandbox kept under ``key`` that holds vocabulary ``vocab``, out of the pool (None if none)."""
+        box = self._kept.pop(key, None)
+        if box is not None and box.vocab != (None if vocab is None else tuple(vocab)):
+            box.close()
+            return None
+        return box
+
+    def keep(self, key: str, box: Sandbox) -> None:
+        old = self._kept.pop(key, None)
+        if old is not None and old is not box:
+            old.close()
+        self._kept[key] = box
+
+    def close(self) -> None:
+        while self._kept:
+            self._kept.popitem()[1].close()
+
+    def __enter__(self) -> "Sandboxes":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _start_key(submission: Submission, vocab: int, limits: Limits, deny: Sequence[str], landlock: bool,
+               require_isolation: bool, stream: bool, public: bool) -> str:
+    """What a sandbox's start depends on, besides the vocabulary's strings and the setting."""
+    return json.dumps([submission.name, submission.source, submission.params, vocab, limits.to_dict(),
+                       sorted(map(str, deny)), landlock, require_isolation, stream, public], sort_keys=True, default=str)
+
+
 def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequence[str | Path] = (),
              landlock: bool = True, progress: Callable[[], None] | None = None,
              require_isolation: bool = False, stream: bool = False, public: bool = True,
-             profile: CostProfile | None = None, draft_budget: int = DRAFT_BUDGET, batch: int = 1) -> Evaluation:
+             profile: CostProfile | None = None, draft_budget: int = DRAFT_BUDGET, batch: int = 1,
+             boxes: Sandboxes | None = None) -> Evaluation:
     """Replay ``submission`` over every case of ``sets`` in one sandbox, each case in a process of
     its own; ``stream``: one drafter serves every case in the benchmark's order (``in_order``),
     keeping what it learns; ``public``: the cases are public (see :class:`Sandbox`); ``profile``:
     the cost profile the cases are priced and a drafter that plans plans under (None: the traces'
     own; the setting is :func:`~experiments.benchmarks.traces.traces_setting`'s); ``draft_budget``:
     the most draft nodes per step; ``batch``: the requests a step serves, as the setting says (a
-    batch track's). Never raises Disqualified."""
+    batch track's); ``boxes``: where a sandbox started for an earlier run of the entry is taken from
+    and kept for the next (:class:`Sandboxes`; None: one started and closed for this run). Never
+    raises Disqualified."""
     vocab = max((c.vocab_size for s in sets for c in s.cases), default=0)
     if not vocab:
         raise PLDError("the trace sets hold no cases")
@@ -991,23 +1097,32 @@ def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequ
     t0 = time.perf_counter()
     strings = next((s.vocab for s in sets if s.vocab is not None), None)  # read only from the parent's side
     setting = traces_setting(sets, profile, batch)
-    box = Sandbox(submission, vocab, limits, deny, landlock, require_isolation=require_isolation, stream=stream,
-                  public=public, vocab=strings, setting=setting)
+    key = _start_key(submission, vocab, limits, deny, landlock, require_isolation, stream, public)
+    box = boxes.take(key, strings) if boxes is not None else None
+    reused, kept = box is not None, False
+    if box is None:
+        box = Sandbox(submission, vocab, limits, deny, landlock, require_isolation=require_isolation, stream=stream,
+                      public=public, vocab=strings, setting=setting)
     try:
-        with box:
-            result.setup_s = box.setup_s
-            # the box serves every case: a fresh drafter in it per case, or its one drafter for a stream
-            for trace_set, case, _, _ in serve_traces(sets, lambda _setting: box, setting, stream=stream):
-                out, rt = box.replay(case, setting.profile, draft_budget)
-                result.cases.append((trace_set, case, out))
-                result.round_trip_s += rt
-                if progress is not None:
-                    progress()
-            result.usage = box.usage()
+        box.begin_run(setting) if reused else box.start()
+        result.setup_s = box.setup_s
+        # the box serves every case: a fresh drafter in it per case, or its one drafter for a stream
+        for trace_set, case, _, _ in serve_traces(sets, lambda _setting: box, setting, stream=stream):
+            out, rt = box.replay(case, setting.profile, draft_budget)
+            result.cases.append((trace_set, case, out))
+            result.round_trip_s += rt
+            if progress is not None:
+                progress()
+        result.usage = box.usage()
+        if boxes is not None:
+            boxes.keep(key, box)
+            kept = True
     except Disqualified as exc:
         result.reason = exc.reason
         result.usage = box.usage()
     finally:
+        if not kept:
+            box.close()
         result.log_tail = box.log_tail
         result.isolation, result.full_isolation = box.isolation, box.full_isolation
         result.reset_s = box.reset_total_s
