@@ -32,16 +32,14 @@ parent parses without pickle, bounded and validated (a submission must not be ab
 crash or silence the parent): ``b"J" + JSON`` for the start-up reports and errors, ``b"R"`` for a
 finished reset, ``b"D" + header + tokens [+ parents]`` for a draft; from the zygote, ``b"C"``
 carrying a case process's channel (``SCM_RIGHTS``), then ``J {"pid": pid}`` (its pid in the zygote's
-namespace); ``J {"exit": code}`` of the case process handed over before, once it has ended, after the
-next one is handed over (or before the answer to ``("reap",)``, ``("setting", ...)`` and ``("quit",)``);
-between two runs of one entry (one sandbox serves every track of a build: ``sandbox.Sandboxes``),
-``("setting", ...)``, answered ``J {"ready": true}``. The child reports no times: the parent measures them, from the child's CPU clock.
+namespace), and ``J {"exit": code}`` once it has ended; between two runs of one entry (one sandbox
+serves every track of a build: ``sandbox.Sandboxes``), ``("setting", ...)`` to the zygote, answered
+``J {"ready": true}``. The child reports no times: the parent measures them, from the child's CPU clock.
 
 A case process is forked ahead: while one case runs, the next case's process confines itself (step
-3 and 4, the costly part of a start), so the next case starts at once, while the case process before
-it is torn down; it loads the submission only when the parent asks, once every thread of the case
-process before has begun to exit. Two or three case processes are alive at once, never two running
-submitted code.
+3 and 4, the costly part of a start), so the next case starts at once; it loads the submission only
+when the parent asks, after the zygote has reported the end of the case before. Two case processes
+are alive at once, never two running submitted code.
 """
 
 from __future__ import annotations
@@ -416,7 +414,6 @@ class Child:
         self.last = None  # the Draft the drafter returned at its last propose
         self.cases = 0
         self._ahead = None  # the zygote's case process forked ahead: (pid, channel, scratch folder)
-        self._handed = None  # the case process handed over last, until reaped: (pid, scratch folder)
         self._setting = None  # the hello's setting, once read (make)
         self._spec = None  # the entry as a parsed spec, once made (make)
         self._fresh = False  # whether self.drafter was built at load and has not been reset yet
@@ -482,12 +479,8 @@ class Child:
                 elif message[0] == "case":
                     self.fork_worker()
                 elif message[0] == "setting":
-                    self.reap()
                     self.retarget(message[1])
-                elif message[0] == "reap":
-                    self.reap()
                 elif message[0] == "quit":
-                    self.reap()
                     return
         finally:
             self._drop_ahead()
@@ -510,16 +503,15 @@ class Child:
 
     def fork_worker(self) -> None:
         """Hand the parent a case process with a channel of its own (its far end goes to the parent
-        over this one, then its pid as this process knows it), fork the next one ahead, then reap the
-        case process handed over before this one (:meth:`reap`: the parent stopped it before it asked).
+        over this one, then its pid as this process knows it), fork the next one ahead, wait for
+        this one to exit, clear its scratch folder, and report how it ended.
 
         Forked ahead, a case process confines itself (its layers: the costly part of a start) while
-        the case before it runs, so the next case starts at once; and the case process before is torn
-        down (milliseconds: its inherited address space) while this one serves. It runs nothing
-        submitted before the parent has it load the entry, which the parent asks only once every
-        thread of the one before has begun to exit (SIGKILLed: none returns to its code again), so
-        no two case processes ever run submitted code at once. A stream is served by one case
-        process: none is forked ahead for it."""
+        the case before it runs, so the next case starts at once. It runs nothing submitted before
+        the parent has it load the entry, which the parent asks only once this process has reported
+        the end of the case before: no two case processes ever run submitted code at once. A stream
+        is served by one case process: none is forked ahead for it."""
+        import shutil
         import socket
 
         pid, ours, scratch = self._ahead if self._ahead is not None else self._spawn_worker()
@@ -533,19 +525,6 @@ class Child:
         self.send_json(pid=pid)
         if not self.stream:
             self._ahead = self._spawn_worker()
-        self.reap()
-        self._handed = (pid, scratch)
-
-    def reap(self) -> None:
-        """Wait for the case process handed over last to end (the parent stops it, or it ended on its
-        own), remove its scratch folder, and report how it ended (``J {"exit": code}``); nothing when
-        none is out."""
-        import shutil
-
-        if self._handed is None:
-            return
-        pid, scratch = self._handed
-        self._handed = None
         _, status = os.waitpid(pid, 0)
         shutil.rmtree(scratch, ignore_errors=True)
         self.send_json(exit=os.waitstatus_to_exitcode(status))

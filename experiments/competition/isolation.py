@@ -413,28 +413,6 @@ def cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-#: the kernel's per-task flag set as a task begins to exit (``exit_signals``, first in ``do_exit``)
-PF_EXITING = 0x4
-
-
-def exiting(pid: int) -> bool:
-    """Whether process ``pid`` is gone or every one of its threads has begun to exit (the flags of
-    its /proc stat, field 9, hold ``PF_EXITING``): then none of its code runs again, though the kernel
-    may still be tearing its memory down."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True
-    for tid in tids:
-        try:
-            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # this thread is gone
-        if not int(fields[6]) & PF_EXITING:
-            return False
-    return True
-
-
 def namespace_pid(pid: int) -> int | None:
     """The pid process ``pid`` has in its own (innermost) pid namespace: the last of its status's
     NSpid (``pid`` itself where it has none of its own); None when it cannot be read."""

@@ -297,8 +297,7 @@ class Sandbox:
         self._peak_kb: int | None = None
         self._case_layers: list[str] | None = None
         self._counted: int | None = None  # the case process whose usage was last kept
-        self._out = False  # the zygote holds a case process it handed over and has not reaped
-        self._owed = 0  # reports of a case process's end the zygote owes this process, unread
+        self._unreaped = False  # a case process was killed and the zygote's report of it is unread
         self._root: Path | None = None
         self._home: Path | None = None
         self._deadline = math.inf
@@ -366,13 +365,10 @@ class Sandbox:
         t0 = time.monotonic()
         deadline = t0 + self.limits.setup_s + self.limits.margin_s
         self._end_case()
-        self._collect()
+        self._reaped()
         self._pipe, self._pid = self._zygote, self._zpid
         self.setting = setting.to_dict()
-        self._zygote.send(("setting", self.setting), deadline)
-        self._handed_back()
-        self._collect()
-        reply = json_answer(self._exchange(None, deadline, "start-up", self._late_start))
+        reply = json_answer(self._exchange(("setting", self.setting), deadline, "start-up", self._late_start))
         error = error_in(reply, ("exception",))
         if error is not None:
             self.kill()
@@ -514,13 +510,11 @@ class Sandbox:
         replay's total time."""
         t0 = time.monotonic()
         self._pipe, self._pid = self._zygote, self._zpid
-        self._collect()
+        self._reaped()
         try:
             self._zygote.send(("case",), deadline)
             fd = self._receive_channel(deadline)
             inner = fields(json_answer(self._zygote.receive(deadline, 4096)), {"pid": int})["pid"]
-            self._handed_back()  # the one handed over before this one: reaped now
-            self._out = True
         except TimeoutError:
             self.kill()
             raise self._late_start() from None
@@ -587,42 +581,29 @@ class Sandbox:
         raise PLDError(f"the sandbox cannot find its case process ({path}: {pids}; the zygote named {inner})")
 
     def _end_case(self) -> None:
-        """Stop the case process (a sequence is over): SIGKILL, its CPU time and peak memory kept for
-        the usage report; returns once every thread of it has begun to exit (none runs its code
-        again), not when the kernel has torn its memory down: the zygote waits for that, and reports
-        it, while the next case process serves (read by :meth:`_collect` before the next request)."""
+        """Stop the case process (a sequence is over): SIGKILL, its CPU time and peak memory kept
+        for the usage report. The zygote's report of its end is read before the next request to
+        the zygote (:meth:`_reaped`), so the kill and the next case's start overlap."""
         if self._pipe is None or self._pipe is self._zygote:
             return
         self._keep_usage()
         with contextlib.suppress(OSError, TypeError):
             os.kill(self._pid, signal.SIGKILL)
-        # a thread at work on another CPU stops at its next entry to the kernel, microseconds away;
-        # one in an uninterruptible wait cannot leave the kernel but to exit: the wait is bounded
-        until = time.monotonic() + 0.5
-        while not isolation.exiting(self._pid) and time.monotonic() < until:
-            time.sleep(0)
         self._pipe.close()
         self._pipe, self._pid = self._zygote, self._zpid
+        self._unreaped = True
 
-    def _handed_back(self) -> None:
-        """The zygote reaps the case process handed over last, and will report its end: after the
-        next handover, or before its answer to ``reap``, ``setting`` and ``quit``."""
-        if self._out:
-            self._owed += 1
-            self._out = False
-
-    def _collect(self) -> int | None:
-        """Read every report of a case process's end the zygote owes (each one of a process that was
-        stopped, or ended, before); returns the last exit code read (None: none was owed)."""
-        code = None
-        while self._owed:
-            self._owed -= 1
-            try:
-                code = fields(json_answer(self._zygote.receive(time.monotonic() + 10.0, 4096)), {"exit": int})["exit"]
-            except (TimeoutError, EOFError, OSError, ValueError, Disqualified):
-                self.kill()
-                raise PLDError("the sandbox's zygote did not report the end of a case") from None
-        return code
+    def _reaped(self) -> None:
+        """Wait for the zygote's report that the last case process is gone (it has removed that
+        process's scratch folder too), if it has not been read yet."""
+        if not self._unreaped:
+            return
+        self._unreaped = False
+        try:
+            fields(json_answer(self._zygote.receive(time.monotonic() + 10.0, 4096)), {"exit": int})
+        except (TimeoutError, EOFError, OSError, ValueError, Disqualified):
+            self.kill()
+            raise PLDError("the sandbox's zygote did not report the end of a case") from None
 
     def _keep_usage(self) -> None:
         """Add the case process's CPU time and peak memory to the sandbox's (once per process)."""
@@ -638,25 +619,19 @@ class Sandbox:
             self._peak_kb = max(self._peak_kb or 0, peak)
 
     def next_sequence(self) -> None:
-        """Before a sequence (at its drafter's reset, once the loop has readied the case): a fresh
-        case process, unless this sandbox serves a stream (or the current one has served nothing yet)."""
+        """Before a sequence: a fresh case process, unless this sandbox serves a stream (or the
+        current one has served nothing yet)."""
         if self._served and not self.stream:
             self._end_case()
             self._open_case(time.monotonic() + self.limits.setup_s + self.limits.margin_s)
         self._served = True
-
-    def _sequence_over(self) -> None:
-        """A per-request entry's sequence is over: its case process is stopped now, so that the
-        kernel tears it down while this process scores the case and the next case process serves."""
-        if not self.stream:
-            self._end_case()
 
     def close(self) -> None:
         if self._proc is not None:
             if self._proc.poll() is None and self._zygote is not None:
                 try:
                     self._end_case()
-                    self._collect()
+                    self._reaped()
                     self._zygote.send(("quit",), time.monotonic() + 1.0)
                     self._proc.wait(timeout=1.0)
                 except (OSError, PLDError, TimeoutError, subprocess.TimeoutExpired):
@@ -815,11 +790,8 @@ class Sandbox:
             self._pipe.close()
             self._pipe, self._pid = self._zygote, self._zpid
             try:
-                self._collect()
-                self._zygote.send(("reap",), time.monotonic() + 5.0)
-                self._handed_back()
-                code = self._collect()
-            except (TimeoutError, EOFError, OSError, ValueError, Disqualified, PLDError):
+                code = fields(json_answer(self._zygote.receive(time.monotonic() + 5.0, 4096)), {"exit": int})["exit"]
+            except (TimeoutError, EOFError, OSError, ValueError, Disqualified):
                 code = None
             time.sleep(0.05)  # what it printed last reaches the output thread
         if code is None and self._proc is not None:
@@ -850,6 +822,7 @@ class Sandbox:
 
     def replay(self, case, profile, draft_budget: int = DRAFT_BUDGET):
         """``experiments.running.replay.replay_case`` through the sandbox: (GenerationResult, parent round-trip s)."""
+        self.next_sequence()
         drafter = self.drafter()
         try:
             out = replay_case(case, drafter, profile, draft_budget=draft_budget)
@@ -864,11 +837,11 @@ class Sandbox:
         drafter.finish()
         drafter.apply_times(out.stats)
         self._check_disk()
-        self._sequence_over()
         return out, drafter.round_trip_s
 
     def generate(self, target, prompt, max_new_tokens: int, **kwargs):
         """``decoding.generate`` on any target (a live model for --verify) with the sandboxed drafter."""
+        self.next_sequence()
         drafter = self.drafter()
         try:
             out = decoding.generate(target, prompt, drafter, max_new_tokens, **kwargs)
@@ -879,7 +852,6 @@ class Sandbox:
             raise Disqualified("invalid", str(exc).replace(" (SandboxedDrafter)", "")) from None
         drafter.finish()
         drafter.apply_times(out.stats)
-        self._sequence_over()
         return out
 
 
@@ -929,7 +901,6 @@ class SandboxedDrafter(Drafter):
         self._proposed = False
 
     def reset(self, prompt) -> None:
-        self.box.next_sequence()
         self.box._check_disk()
         self.box._drain_refusals()
         self._events, self._wait, self._last, self._proposed = [], 0.0, None, False

@@ -217,9 +217,6 @@ class FakeBox:
     def kill(self):
         self.killed = True
 
-    def next_sequence(self):
-        pass
-
     def _check_disk(self):
         pass
 

@@ -115,31 +115,3 @@ def test_a_built_in_drafts_the_same_in_a_kept_sandbox_as_in_a_new_one(sets, name
         assert [[(s.drafted, s.accepted) for s in o.stats.steps] for _, _, o in a.cases] == \
                [[(s.drafted, s.accepted) for s in o.stats.steps] for _, _, o in b.cases]
 
-
-def test_a_stopped_case_process_counts_as_exiting_before_the_kernel_has_torn_it_down():
-    """What the parent waits for before the next case process runs submitted code (``isolation.exiting``):
-    false while a process (a thread of it at work) lives, true once SIGKILL has stopped every thread."""
-    import os
-    import signal
-    import threading
-    import time
-
-    from experiments.competition import isolation
-
-    pid = os.fork()
-    if pid == 0:  # a busy thread beside a sleeping main thread, as a submission may leave behind
-        threading.Thread(target=lambda: [sum(range(1000)) for _ in iter(int, 1)], daemon=True).start()
-        time.sleep(60)
-        os._exit(0)
-    try:
-        time.sleep(0.2)
-        assert not isolation.exiting(pid)
-        os.kill(pid, signal.SIGKILL)
-        until = time.monotonic() + 5.0
-        while not isolation.exiting(pid) and time.monotonic() < until:
-            time.sleep(0)
-        assert isolation.exiting(pid)
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    assert isolation.exiting(pid)  # gone
