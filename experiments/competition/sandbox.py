@@ -1023,9 +1023,7 @@ class Sandboxes:
         return box
 
     def keep(self, key: str, box: Sandbox) -> None:
-        old = self._kept.pop(key, None)
-        if old is not None and old is not box:
-            old.close()
+        """Keep ``box`` (taken out with :meth:`take`, or new) for the next run under ``key``."""
         self._kept[key] = box
 
     def close(self) -> None:
@@ -1075,7 +1073,10 @@ def evaluate(submission: Submission, sets, limits: Limits = Limits(), deny: Sequ
         box = Sandbox(submission, vocab, limits, deny, landlock, require_isolation=require_isolation, stream=stream,
                       public=public, vocab=strings, setting=setting)
     try:
-        box.begin_run(setting) if reused else box.start()
+        if reused:
+            box.begin_run(setting)
+        else:
+            box.start()
         result.setup_s = box.setup_s
         # the box serves every case: a fresh drafter in it per case, or its one drafter for a stream
         for trace_set, case, _, _ in serve_traces(sets, lambda _setting: box, setting, stream=stream):
