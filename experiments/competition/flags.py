@@ -60,26 +60,13 @@ def beyond_share(cases: Iterable[tuple], stream: bool = False) -> float | None:
                 continue
             accepted += step.accepted
             if runs is None:
-                runs = _runs(case, full, offset + start)
+                runs = oracle_runs(full, offset + start, ORACLE_CAP)  # kept for the next entry (oracle.py)
             at = step.context - start  # the step's position among the output's tokens
             run = int(runs[at]) if 0 <= at < len(runs) else 0
             beyond += max(0, step.accepted - run)
         if stream:
             history = full
     return beyond / accepted if accepted else None
-
-
-#: (case, where its output starts in the stream) -> its context runs: the same for every entry
-_RUNS: dict[tuple, np.ndarray] = {}
-
-
-def _runs(case, full: np.ndarray, start: int) -> np.ndarray:
-    key = (case.case, case.turn, tuple(case.prompt[:8]), len(case.prompt), len(full), start)
-    if key not in _RUNS:
-        if len(_RUNS) > 50_000:
-            _RUNS.clear()
-        _RUNS[key] = oracle_runs(full, start, ORACLE_CAP)
-    return _RUNS[key]
 
 
 def _ratio(entry: Entry) -> float | None:

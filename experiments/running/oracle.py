@@ -13,8 +13,10 @@ measures a drafter's distance from it.
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Hashable, Sequence
 
 import numpy as np
 
@@ -24,6 +26,40 @@ from pldcore.cost import CostProfile
 
 #: the oracle's longest draft, in tokens
 ORACLE_CAP = 64
+#: how many runs and plans this process keeps (each a few arrays as long as an output): a build
+#: prices the same cases under a few profiles for every entry (the decomposition of each entry's
+#: gap, the oracle on each track, the flags), so each is computed once
+MEMO_SIZE = 8192
+
+
+class _Memo:
+    """Results kept by key, the least recently used dropped past :data:`MEMO_SIZE`. A result's
+    arrays are made read-only: every caller shares them."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[Hashable, object] = OrderedDict()
+
+    def get(self, key: Hashable, make):
+        if key in self._kept:
+            self._kept.move_to_end(key)
+            return self._kept[key]
+        value = make()
+        for array in vars(value).values() if isinstance(value, OraclePlan) else (value,):
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False
+        self._kept[key] = value
+        if len(self._kept) > MEMO_SIZE:
+            self._kept.popitem(last=False)
+        return value
+
+
+_RUNS = _Memo()
+_PLANS = _Memo()
+
+
+def _content(seq: np.ndarray) -> bytes:
+    """A key for the tokens of ``seq`` (an int64 array): their digest."""
+    return hashlib.blake2b(seq.tobytes(), digest_size=16).digest()
 
 
 def sequence_of(case: TraceCase) -> np.ndarray:
@@ -40,9 +76,14 @@ def oracle_runs(seq: Sequence[int] | np.ndarray, start: int, cap: int = ORACLE_C
     and at the tokens left minus one (the target always adds one); 0 when nothing matches.
 
     Cost: per position, one pass over the earlier tokens, then a shrinking candidate set per
-    matched token: milliseconds for a long trace.
+    matched token: milliseconds for a long trace. Kept by the tokens' content (:class:`_Memo`):
+    the array returned is read-only.
     """
     seq = np.asarray(seq, dtype=np.int64)
+    return _RUNS.get((_content(seq), int(start), int(cap)), lambda: _runs(seq, int(start), int(cap)))
+
+
+def _runs(seq: np.ndarray, start: int, cap: int) -> np.ndarray:
     total = len(seq)
     runs = np.zeros(max(total - int(start), 0), dtype=np.int64)
     for pos in range(int(start), total):
@@ -105,21 +146,27 @@ class OraclePlan:
 def cost_aware_plan(case: TraceCase, profile: CostProfile, cap: int = ORACLE_CAP) -> OraclePlan:
     """Dynamic programming over output positions: at each, draft a prefix of the longest correct
     run (0..runs[i] tokens accepted), paying the cheapest forward over at least that many + 1
-    tokens (a drafter may draft more than is accepted), whichever makes the rest cheapest."""
+    tokens (a drafter may draft more than is accepted), whichever makes the rest cheapest. Kept by
+    the case's tokens, ``profile`` and ``cap`` (:class:`_Memo`): its arrays are read-only."""
+    seq = sequence_of(case)
     start = len(case.prompt)
-    runs = oracle_runs(sequence_of(case), start, cap)
+    return _PLANS.get((_content(seq), start, profile, int(cap)), lambda: _plan(seq, start, profile, int(cap)))
+
+
+def _plan(seq: np.ndarray, start: int, profile: CostProfile, cap: int) -> OraclePlan:
+    runs = oracle_runs(seq, start, cap)
     n = len(runs)
     best = np.zeros(n + 1)
     choice = np.zeros(n, dtype=np.int64)
     plain = 0.0
     for pos in range(n - 1, -1, -1):
-        costs = np.array([profile.cost(m, start + pos) for m in range(1, cap + 2)])
+        costs = profile.costs(cap + 1, start + pos)  # [cap+1]: forwards over 1..cap+1 tokens
         cheapest = np.minimum.accumulate(costs[::-1])[::-1]  # [cap+1]: cheapest[k] = min cost over >= k+1 tokens
         k = np.arange(int(runs[pos]) + 1)
         totals = cheapest[k] + best[pos + k + 1]
         choice[pos] = int(np.argmin(totals))
         best[pos] = float(totals[choice[pos]])
-        plain += costs[0]
+        plain += float(costs[0])
     return OraclePlan(runs, best, choice, plain, start)
 
 

@@ -64,6 +64,46 @@ def test_the_plan_drafts_only_correct_runs_and_finishes_at_zero():
     assert np.all(np.diff(plan.best) <= 0)  # less left to generate is never dearer
 
 
+def brute_force_plan(seq: list[int], start: int, profile: CostProfile, cap: int) -> tuple[list[int], list[float]]:
+    """(runs, best) straight from their definitions: the longest capped common prefix after an earlier
+    occurrence of the last token, and the cheapest way through the rest, one position at a time."""
+    n = len(seq) - start
+    runs = []
+    for pos in range(start, len(seq)):
+        limit, run = min(cap, len(seq) - pos - 1), 0
+        for j in range(pos - 1):
+            if seq[j] == seq[pos - 1]:
+                k = 0
+                while k < limit and seq[j + 1 + k] == seq[pos + k]:
+                    k += 1
+                run = max(run, k)
+        runs.append(run)
+    best = [0.0] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        best[i] = min(min(profile.cost(m, start + i) for m in range(k + 1, cap + 2)) + best[i + k + 1]
+                      for k in range(runs[i] + 1))
+    return runs, best
+
+
+@settings(max_examples=40, deadline=None)
+@given(seq=sequences, split=st.floats(0.1, 0.9), profile=st.sampled_from([CPU_SMOLLM2, CostProfile.flat(64)]),
+       cap=st.sampled_from([1, 4, 64]))
+def test_the_plan_equals_brute_force_and_is_kept_by_content(seq, split, profile, cap):
+    start = max(1, int(len(seq) * split))
+    plan = cost_aware_plan(case_of(seq, start), profile, cap)
+    runs, best = brute_force_plan(seq, start, profile, cap)
+    assert plan.runs.tolist() == runs and plan.best.tolist() == pytest.approx(best, rel=1e-12, abs=0)
+    # kept: the same tokens (another case object) give the same plan, read-only; other tokens or
+    # another profile give their own
+    assert cost_aware_plan(case_of(list(seq), start), profile, cap) is plan
+    assert not (plan.runs.flags.writeable or plan.best.flags.writeable or plan.choice.flags.writeable)
+    other = [*seq[:-1], seq[-1] + 1]
+    assert cost_aware_plan(case_of(other, start), profile, cap).runs.tolist() == brute_force_plan(other, start, profile, cap)[0]
+    flat = CostProfile.flat(64) if profile is CPU_SMOLLM2 else CPU_SMOLLM2
+    assert cost_aware_plan(case_of(seq, start), flat, cap).best.tolist() == \
+        pytest.approx(brute_force_plan(seq, start, flat, cap)[1], rel=1e-12, abs=0)
+
+
 def test_explain_pools_groups_and_all():
     cases = [TraceCase(f"c/{i}", "code", 1, [1, 2, 3, 1, 2, i + 5], [3, 1, 2, 3], [], "toy", 16, [], 4)
              for i in range(3)]
