@@ -33,8 +33,8 @@ MEMO_SIZE = 8192
 
 
 class _Memo:
-    """Results kept by key, the least recently used dropped past :data:`MEMO_SIZE`. A result's
-    arrays are made read-only: every caller shares them."""
+    """Results kept by key, the least recently used dropped past :data:`MEMO_SIZE` (every caller
+    shares a result: what is kept holds read-only arrays)."""
 
     def __init__(self) -> None:
         self._kept: OrderedDict[Hashable, object] = OrderedDict()
@@ -44,9 +44,6 @@ class _Memo:
             self._kept.move_to_end(key)
             return self._kept[key]
         value = make()
-        for array in vars(value).values() if isinstance(value, OraclePlan) else (value,):
-            if isinstance(array, np.ndarray):
-                array.flags.writeable = False
         self._kept[key] = value
         if len(self._kept) > MEMO_SIZE:
             self._kept.popitem(last=False)
@@ -96,6 +93,7 @@ def _runs(seq: np.ndarray, start: int, cap: int) -> np.ndarray:
                 if cand.size:
                     run += 1
         runs[pos - start] = run
+    runs.flags.writeable = False  # kept and shared (_Memo)
     return runs
 
 
@@ -167,6 +165,7 @@ def _plan(seq: np.ndarray, start: int, profile: CostProfile, cap: int) -> Oracle
         choice[pos] = int(np.argmin(totals))
         best[pos] = float(totals[choice[pos]])
         plain += float(costs[0])
+    best.flags.writeable = choice.flags.writeable = False  # kept and shared (_Memo)
     return OraclePlan(runs, best, choice, plain, start)
 
 
