@@ -600,10 +600,15 @@ class Sandbox:
             return
         self._unreaped = False
         try:
-            fields(json_answer(self._zygote.receive(time.monotonic() + 10.0, 4096)), {"exit": int})
+            self._exit_report(10.0)
         except (TimeoutError, EOFError, OSError, ValueError, Disqualified):
             self.kill()
             raise PLDError("the sandbox's zygote did not report the end of a case") from None
+
+    def _exit_report(self, wait_s: float) -> int:
+        """The zygote's report of the last case process's end (``J {"exit": code}``): its exit code,
+        read within ``wait_s`` seconds (the pipe's and the protocol's errors pass through)."""
+        return fields(json_answer(self._zygote.receive(time.monotonic() + wait_s, 4096)), {"exit": int})["exit"]
 
     def _keep_usage(self) -> None:
         """Add the case process's CPU time and peak memory to the sandbox's (once per process)."""
@@ -790,7 +795,7 @@ class Sandbox:
             self._pipe.close()
             self._pipe, self._pid = self._zygote, self._zpid
             try:
-                code = fields(json_answer(self._zygote.receive(time.monotonic() + 5.0, 4096)), {"exit": int})["exit"]
+                code = self._exit_report(5.0)
             except (TimeoutError, EOFError, OSError, ValueError, Disqualified):
                 code = None
             time.sleep(0.05)  # what it printed last reaches the output thread
