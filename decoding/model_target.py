@@ -118,6 +118,16 @@ class ModelTarget(Target):
         self._pending = len(tokens)
         return Scores(argmax=argmax, logits=logits, seconds=seconds)
 
+    def detach_cache(self) -> DynamicCache:
+        """Hand over the current sequence's cache (after :meth:`start`: the prompt's head); the target
+        forgets it, and :meth:`start` begins another. For decoding several sequences at once
+        (:mod:`decoding.batch_decode`)."""
+        if self._cache is None:
+            raise RuntimeError("call start() before detach_cache()")
+        cache, self._cache = self._cache, None
+        self._cached = self._pending = 0
+        return cache
+
     def keep(self, n: int) -> None:
         if not 0 <= n <= self._pending:
             raise ValueError(f"keep({n}) but only {self._pending} tokens were scored")

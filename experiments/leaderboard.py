@@ -36,7 +36,7 @@ import decoding  # noqa: E402
 from experiments.benchmarks.paths import ROOT, portable_path  # noqa: E402
 from decoding.loading import EMBEDDED_NAME, packaged_name  # noqa: E402
 from experiments.benchmarks.traces import (benchmark_folder, default_folder, load_trace_sets, model_key,  # noqa: E402
-                                          read_benchmark, shipped_benchmarks, traces_model)
+                                          read_benchmark, shipped_benchmarks, shipped_folder, traces_model)
 from experiments.competition.board import DEFAULT_BOARD, Board  # noqa: E402
 from experiments.competition.entries import (check_name, ensure_oracle, one_line, run_baselines, run_peers,  # noqa: E402
                                              run_examples, run_fresh, run_submission, seed_baselines, shown_entries,
@@ -516,7 +516,11 @@ def cmd_check_fresh(args, board: Board) -> int:
                        "their seed and size: they cannot be made again")
     seed, per_task = link["seed"], link["per_task"]
     folder = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="pld-fresh-check-"))
-    sets, folder = record_fresh(seed, per_task, folder=folder, model=_board_model(board, public))
+    model = _board_model(board, public)
+    # in every regime a build records them in (its public benchmark's sampled tracks'): prompts decode
+    # side by side, and a case's last bits depend on the batch it decoded in, so the same batches
+    regimes = [Regime.from_name(name) for name in sampled_sets(shipped_folder(model))]
+    sets, folder = record_fresh(seed, per_task, folder=folder, model=model, regimes=regimes)
     fresh = fresh_info(sets, folder, seed, per_task)
     oracle = ensure_oracle(Board(folder / "board"), sets, fresh)
     print(f"seed {seed}, {fresh['cases']} cases recorded in {folder}: benchmark {fresh['hash']}, oracle {oracle['score']:.3f}x")

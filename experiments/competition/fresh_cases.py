@@ -8,7 +8,7 @@ benchmark's reference profile. No file can know them.
 
 The prompts come from :func:`experiments.benchmarks.fresh.fresh_prompts` (its version and the seed
 go on the board, so anyone can make them again: ``leaderboard.py check-fresh``); the recorder is
-the project's own (:func:`experiments.running.record.record`, greedy, 128 new tokens, the target's
+the project's own (:func:`experiments.running.record.record_regimes`, greedy, 128 new tokens, the target's
 top-8 rows), as for the shipped benchmark; and, for the sampled tracks, the same prompts sampled in
 their regime with the build's seed (each case its own, ``case_seed``) into the regime's subfolder.
 """
@@ -29,7 +29,7 @@ from experiments.benchmarks.traces import (VOCAB_FILE, TraceSet, load_trace_sets
                                            write_benchmark)
 from experiments.competition.scoring import Sampled, benchmark_info
 from decoding.progress import progress_bar
-from experiments.running.record import record
+from experiments.running.record import record_regimes
 from pldcore.errors import PLDError
 from pldcore.setting import GREEDY, Regime
 
@@ -77,20 +77,26 @@ def fresh_folder(seed: int, per_task: int, model: str = EMBEDDED_NAME) -> Path:
 
 def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=print,
                  folder: Path | None = None, model: str = EMBEDDED_NAME,
-                 regimes: Sequence[Regime] = (), bars: bool = True, greedy: bool = True) -> tuple[list[TraceSet], Path]:
+                 regimes: Sequence[Regime] = (), bars: bool = True, greedy: bool = True,
+                 tasks: Sequence[str] | None = None) -> tuple[list[TraceSet], Path]:
     """Make the prompts of ``seed`` and record them on ``model`` (a packaged model's name: the
     benchmark's, ``decoding.loading.PACKAGED``) into ``folder`` (default :func:`fresh_folder`; what
     is recorded there already is kept: a build that stopped goes on where it stopped), scored with
     the reference profile of ``model``'s shipped benchmark. Greedy, and sampled in each of
     ``regimes`` too (the sampled tracks'), from the same seed, into the regime's subfolder
     (``regime_folder``: read back by ``scoring.sampled_sets``); ``greedy`` false: the sampled ones
-    only; ``bars``: a progress bar on a terminal. Returns the greedy trace sets and their folder."""
+    only; ``bars``: a progress bar on a terminal. Every regime of a task is recorded together
+    (:func:`~experiments.running.record.record_regimes`: side by side, a prompt prefilled once).
+    ``tasks``: record only these (a part of :func:`record_fresh_together`; the benchmark is written
+    once they all are). Returns the greedy trace sets and their folder."""
     if per_task < 1:
         raise PLDError(f"--fresh must be >= 1 prompts per task, got {per_task}")
     folder = Path(folder) if folder is not None else fresh_folder(seed, per_task, model)
     shipped = shipped_folder(model)
     prompts = fresh_prompts(seed, per_task)
-    total = sum(len(p.turns) for task in TASKS for p in prompts[task])
+    chosen = [task for task in TASKS if tasks is None or task in tasks]
+    all_regimes = ((GREEDY,) if greedy else ()) + tuple(regimes)
+    total = sum(len(p.turns) for task in chosen for p in prompts[task]) * len(all_regimes)
     t0 = time.perf_counter()
     if target is None:
         regimes_said = " and ".join([*(["greedy"] if greedy else []), *(f"sampled at {r.describe()}" for r in regimes)])
@@ -98,14 +104,16 @@ def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=p
             f"recording on {model}")
         target = decoding.load_model(model)
     made = {"seed": seed, "per_task": per_task, "version": FRESH_VERSION}
-    for regime in ((GREEDY,) if greedy else ()) + tuple(regimes):
-        here = regime_folder(folder, regime)
+    folders = {regime: regime_folder(folder, regime) for regime in all_regimes}
+    for regime, here in folders.items():
         _as_shipped(here, regime_folder(shipped, regime) if (regime_folder(shipped, regime) / "profile.json").exists()
                     else shipped)
-        with progress_bar(total, f"fresh cases ({regime.name})", enabled=bars, leave=False) as bar:
-            for task in TASKS:
-                record(target, task, prompts[task], FRESH_NEW_TOKENS, here, progress=bar, regime=regime, seed=seed)
-        write_benchmark(here, [s for s in load_trace_sets(here) if s.cases], fresh=made)
+    with progress_bar(total, "fresh cases", enabled=bars, leave=False) as bar:
+        for task in chosen:
+            record_regimes(target, task, prompts[task], FRESH_NEW_TOKENS, folders, progress=bar, seed=seed)
+    if tasks is None:
+        for here in folders.values():
+            write_benchmark(here, [s for s in load_trace_sets(here) if s.cases], fresh=made)
     sets = [s for s in load_trace_sets(folder) if s.cases]
     say(f"fresh cases recorded in {time.perf_counter() - t0:.0f} s: {folder}")
     return sets, folder
@@ -114,27 +122,31 @@ def record_fresh(seed: int, per_task: int = DEFAULT_PER_TASK, target=None, say=p
 def record_fresh_together(seed: int, per_task: int, jobs: Sequence[tuple[str, Sequence[Regime]]],
                           say=print, worker=None) -> None:
     """Record the fresh cases of each ``(model, sampled regimes)`` of ``jobs`` (:func:`record_fresh`,
-    into its cache folder, where the build's own call then finds them) side by side: one process
-    per model and regime (greedy, and each sampled one), as many at once as this machine has cores,
-    each decoding with its share of them, the largest model's first. A build's recording then takes
-    about its total over the cores rather than the sum. Nothing is timed while they record (a trace
-    holds tokens and the target's rows, no time), so they may share the machine; the scoring after
-    them runs alone. ``worker``: what each process runs (default :func:`_record_one`; a top-level
-    function taking the same arguments)."""
+    into its cache folder, where the build's own call then finds them and writes the benchmark) side
+    by side: one process per model and task, each recording the task in every regime (greedy, and
+    each sampled one), as many at once as this machine has cores, each decoding with its share of them,
+    the largest model's first. A build's recording then takes about its total over the cores rather
+    than the sum. Nothing is timed while they record (a trace holds tokens and the target's rows, no
+    time), so they may share the machine; the scoring after them runs alone. ``worker``: what each
+    process runs (default :func:`_record_one`; a top-level function taking the same arguments)."""
     import concurrent.futures
     import multiprocessing
     import os
 
-    parts = [(model, name) for model, regimes in jobs for name in (GREEDY.name, *(r.name for r in regimes))]
-    parts.sort(key=lambda part: -_model_size(part[0]))  # the slowest first: the cores stay busy to the end
+    parts = [(model, tuple(r.name for r in regimes), task) for model, regimes in jobs for task in TASKS]
+    # the slowest first (a larger model, then a task with more cases): the cores stay busy to the end
+    cases = {task: sum(len(p.turns) for p in prompts) for task, prompts in fresh_prompts(seed, per_task).items()}
+    parts.sort(key=lambda part: (-_model_size(part[0]), -cases.get(part[2], 0)))
     workers = max(1, min(len(parts), os.cpu_count() or 1))
     threads = max(1, (os.cpu_count() or 1) // workers)
-    say(f"fresh cases: seed {seed}, recording {len(parts)} sets ({', '.join(f'{m} {r}' for m, r in parts)}) "
+    say(f"fresh cases: seed {seed}, recording {len(jobs)} model{'s' if len(jobs) > 1 else ''} "
+        f"({', '.join(f'{m} greedy' + ''.join(f' and {r.name}' for r in rs) for m, rs in jobs)}) a task at a time, "
         f"side by side, {workers} at once, {threads} thread{'s' if threads > 1 else ''} each")
     t0 = time.perf_counter()
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no torch state forked
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        futures = [pool.submit(worker or _record_one, seed, per_task, model, name, threads) for model, name in parts]
+        futures = [pool.submit(worker or _record_one, seed, per_task, model, regimes, task, threads)
+                   for model, regimes, task in parts]
         for future in concurrent.futures.as_completed(futures):
             future.result()  # a recording that failed fails the build, with its own error
     say(f"fresh cases of every model recorded in {time.perf_counter() - t0:.0f} s")
@@ -151,15 +163,15 @@ def _model_size(model: str) -> int:
         return 0
 
 
-def _record_one(seed: int, per_task: int, model: str, regime: str, threads: int) -> None:
-    """One set of :func:`record_fresh_together`: ``model``'s fresh cases in ``regime`` (a name), in a
-    process of its own (no bars: several processes share one terminal)."""
+def _record_one(seed: int, per_task: int, model: str, regimes: Sequence[str], task: str, threads: int) -> None:
+    """One part of :func:`record_fresh_together`: ``model``'s fresh cases of ``task``, greedy and in each
+    sampled regime of ``regimes`` (names), in a process of its own (no bars: several processes share
+    one terminal)."""
     import torch
 
     torch.set_num_threads(threads)
-    sampled = Regime.from_name(regime)
-    record_fresh(seed, per_task, model=model, regimes=() if sampled.greedy else (sampled,), greedy=sampled.greedy,
-                 say=lambda line: print(f"[{model} {regime}] {line}", flush=True), bars=False)
+    record_fresh(seed, per_task, model=model, regimes=[Regime.from_name(name) for name in regimes], tasks=[task],
+                 say=lambda line: print(f"[{model} {task}] {line}", flush=True), bars=False)
 
 
 def _as_shipped(folder: Path, shipped: Path) -> None:

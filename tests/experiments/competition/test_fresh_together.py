@@ -1,5 +1,5 @@
 """A build records every model's fresh cases side by side before it scores any
-(``fresh_cases.record_fresh_together``): one process per model and regime, each with its share of
+(``fresh_cases.record_fresh_together``): one process per model and task (every regime of it), each with its share of
 the cores, a recording's failure the build's. Here with toy workers (a real recording needs the models)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from experiments import leaderboard as cli
+from experiments.benchmarks.fresh import TASKS
 from experiments.competition import fresh_cases
 from pldcore.errors import PLDError
 from pldcore.setting import Regime
@@ -24,11 +25,14 @@ def test_each_model_records_in_a_process_of_its_own_and_a_failure_is_the_builds(
         fresh_cases.record_fresh_together(7, 3, [("a", [t1]), ("broken", []), ("b", [])], say=said.append,
                                           worker=_failing_worker)
     made = {p.stem: json.loads(p.read_text()) for p in tmp_path.glob("*.json")}
-    assert set(made) == {"a-greedy", "a-t1", "b-greedy"}  # each model greedy and in its sampled regimes; kept
+    # each model's every task, in a process of its own, greedy and in the model's sampled regimes; kept
+    assert set(made) == {f"{model}-{task}" for model in "ab" for task in TASKS}
+    assert all(m["regimes"] == (["t1"] if name.startswith("a-") else []) for name, m in made.items())
     assert {(m["seed"], m["per_task"]) for m in made.values()} == {(7, 3)}
     assert os.getpid() not in {m["pid"] for m in made.values()}
     cores = os.cpu_count() or 1
-    assert {m["threads"] for m in made.values()} == {max(1, cores // min(4, cores))}  # the cores shared out
+    parts = 3 * len(TASKS)
+    assert {m["threads"] for m in made.values()} == {max(1, cores // min(parts, cores))}  # the cores shared out
     assert "side by side" in said[0]
 
 

@@ -33,11 +33,12 @@ def two_benchmarks(tmp_path, monkeypatch):
     public = [dataclasses.replace(s, cases=s.cases[:1]) for s in shipped]
     spare = {s.task: s.cases[-1:] for s in shipped}
 
-    def record(target, task, prompts, new_tokens, folder, progress=None, **_):
-        for case in spare[task]:
-            append_case(Path(folder) / f"{task}-n{new_tokens}.jsonl.gz", case)
+    def record(target, task, prompts, new_tokens, folders, progress=None, **_):
+        for folder in folders.values():
+            for case in spare[task]:
+                append_case(Path(folder) / f"{task}-n{new_tokens}.jsonl.gz", case)
 
-    monkeypatch.setattr(fresh_cases, "record", record)
+    monkeypatch.setattr(fresh_cases, "record_regimes", record)
     fresh, folder = fresh_cases.record_fresh(7, 1, target=object(), say=lambda *_: None)
     return public, fresh, folder
 
@@ -66,12 +67,13 @@ def test_a_folder_recorded_before_gets_the_benchmark_s_own_profile_and_vocabular
     (folder / "profile.json").write_bytes((shipped_folder() / "profile.json").read_bytes())  # the wrong one
     spare = load_trace_sets(gemma)
 
-    def record(target, task, prompts, new_tokens, folder, progress=None, **_):
+    def record(target, task, prompts, new_tokens, folders, progress=None, **_):
         for s in spare:
             if s.task == task:
-                append_case(Path(folder) / f"{task}-n{new_tokens}.jsonl.gz", s.cases[0])
+                for folder in folders.values():
+                    append_case(Path(folder) / f"{task}-n{new_tokens}.jsonl.gz", s.cases[0])
 
-    monkeypatch.setattr(fresh_cases, "record", record)
+    monkeypatch.setattr(fresh_cases, "record_regimes", record)
     sets, _ = fresh_cases.record_fresh(9, 1, target=object(), say=lambda *_: None, model="gemma-3-270m-q4_k_m")
     for name in ("profile.json", VOCAB_FILE):
         assert (folder / name).read_bytes() == (gemma / name).read_bytes(), name
@@ -103,13 +105,14 @@ def test_fresh_cases_are_sampled_too_for_the_sampled_tracks(tmp_path, monkeypatc
     spare = {s.task: s.cases[:1] for s in load_trace_sets(shipped_t1)}
     calls = []
 
-    def record(target, task, prompts, new_tokens, folder, progress=None, regime=None, seed=None):
-        calls.append((task, regime.name, seed))
-        source = spare if not regime.greedy else {s.task: s.cases[:1] for s in load_trace_sets(shipped_folder())}
-        for case in source[task]:
-            append_case(Path(folder) / f"{task}-n{new_tokens}.jsonl.gz", case)
+    def record(target, task, prompts, new_tokens, folders, progress=None, seed=None):
+        for regime, folder in folders.items():
+            calls.append((task, regime.name, seed))
+            source = spare if not regime.greedy else {s.task: s.cases[:1] for s in load_trace_sets(shipped_folder())}
+            for case in source[task]:
+                append_case(Path(folder) / f"{task}-n{new_tokens}.jsonl.gz", case)
 
-    monkeypatch.setattr(fresh_cases, "record", record)
+    monkeypatch.setattr(fresh_cases, "record_regimes", record)
     sets, folder = fresh_cases.record_fresh(11, 1, target=object(), say=lambda *_: None, regimes=[SAMPLED])
     assert {(regime, seed) for _, regime, seed in calls} == {("greedy", 11), ("t1", 11)}
     assert all(c.sampling is None for s in sets for c in s.cases)  # the greedy folder holds the greedy cases only

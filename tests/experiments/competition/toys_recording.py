@@ -12,13 +12,14 @@ from pldcore.errors import PLDError
 OUT = "PLD_TEST_TOGETHER_OUT"
 
 
-def _toy_worker(seed: int, per_task: int, model: str, regime: str, threads: int) -> None:
+def _toy_worker(seed: int, per_task: int, model: str, regimes: list[str], task: str, threads: int) -> None:
     """What a recording process was asked, written where the test reads it."""
-    path = Path(os.environ[OUT]) / f"{model}-{regime}.json"
-    path.write_text(json.dumps({"pid": os.getpid(), "seed": seed, "per_task": per_task, "threads": threads}))
+    path = Path(os.environ[OUT]) / f"{model}-{task}.json"
+    path.write_text(json.dumps({"pid": os.getpid(), "seed": seed, "per_task": per_task, "threads": threads,
+                                "regimes": list(regimes)}))
 
 
-def _failing_worker(seed: int, per_task: int, model: str, regime: str, threads: int) -> None:
+def _failing_worker(seed: int, per_task: int, model: str, regimes: list[str], task: str, threads: int) -> None:
     if model == "broken":
         raise PLDError("no such model: broken")
-    _toy_worker(seed, per_task, model, regime, threads)
+    _toy_worker(seed, per_task, model, regimes, task, threads)
