@@ -16,7 +16,10 @@ token, and rebuilds a tree from the table wherever lookup has nothing or may be 
   bucketed as ``adaptive``'s statistics are, a match of 16 tokens or more split further by length:
   the chains such matches copy run 63 nodes deep on a GPU track); for its other children, the acceptance of that
   sibling rank; for a row's token, the rank's hit rate; all learnt in this sequence (a candidate
-  that is two of these gets ``1 - (1-a)(1-b)``);
+  that is two of these gets ``1 - (1-a)(1-b)``). The candidates are different tokens and at most one
+  is next, so where their estimates add up past 1 the likeliest keeps its own and the others share
+  what it leaves, in proportion: a chain that a long match makes 0.99 sure leaves a row's token
+  0.01, not its rank's rate, and runs deep instead of sprouting branches it would not need;
 * the tree takes the most probable nodes, best first (a node's probability is its
   parent's times its own), up to ``max_nodes`` (or the loop's budget).
 

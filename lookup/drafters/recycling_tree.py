@@ -33,8 +33,9 @@ def best_first_tree(last: int, lookup_tokens: np.ndarray, lookup_parents: np.nda
         sibling_p: P(the lookup draft's rank-r child right | its parent right), r = 1.. ([S]).
         limit: the most nodes.
 
-    A candidate that is both a lookup child and a row's token gets ``1 - (1-a)(1-b)``; each node's
-    probability is its parent's times its own. Ties pop in the order candidates were pushed: per
+    A candidate that is both a lookup child and a row's token gets ``1 - (1-a)(1-b)``; where a node's
+    candidates add up past 1, the likeliest keeps its own and the others are scaled to share the rest
+    (at most one of them is next); each node's probability is its parent's times its own. Ties pop in the order candidates were pushed: per
     node, the lookup draft's children in their order, then the row's new tokens in rank order.
     """
     m = len(lookup_tokens)
@@ -101,6 +102,19 @@ def best_first_tree(last: int, lookup_tokens: np.ndarray, lookup_parents: np.nda
                     c_token[j], c_p[j], c_at[j] = t, 0.0, -2
                     k += 1
                 c_p[j] = 1.0 - (1.0 - c_p[j]) * (1.0 - rank_p[rank])
+        # the candidates are different tokens, so at most one is next: where their estimates add up
+        # past 1 (a chain after a long match at 0.99 beside a row's token at its rank's rate), the
+        # likeliest keeps its own and the others share what it leaves, in proportion
+        total, best = 0.0, 0
+        for j in range(k):
+            total += c_p[j]
+            if c_p[j] > c_p[best]:
+                best = j
+        if total > 1.0:
+            scale = (1.0 - c_p[best]) / (total - c_p[best])
+            for j in range(k):
+                if j != best:
+                    c_p[j] *= scale
         for j in range(k):
             e = pushed  # entries live at fixed slots, one per push; the heap holds slot numbers
             pushed += 1

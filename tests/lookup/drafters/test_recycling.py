@@ -34,6 +34,11 @@ def brute_force_probs(d: RecyclingDrafter, chain, last: int, limit: int) -> list
         for rank, t in enumerate([] if row is None else row.tolist()):
             p, nd = cands.get(t, (0.0, -1))
             cands[t] = (1 - (1 - p) * (1 - rank_p[rank]), nd)
+        total = sum(p for p, _ in cands.values())
+        if total > 1:  # at most one candidate is next: the likeliest keeps its own, the rest share what is left
+            best = max(cands, key=lambda t: cands[t][0])  # the first of equals, as the kernel takes it
+            scale = (1 - cands[best][0]) / (total - cands[best][0])
+            cands = {t: (p if t == best else p * scale, nd) for t, (p, nd) in cands.items()}
         for t, (p, nd) in cands.items():
             out.append(p_node * p)
             expand(t, p_node * p, nd, level + 1)
@@ -329,13 +334,13 @@ def test_the_chain_is_judged_by_its_match_length_bucket_and_learnt_there_alone()
 @pytest.mark.parametrize("match, level", [(10, 0), (15, 0), (16, 1), (31, 1), (32, 2), (63, 2), (64, 3), (500, 3)])
 def test_a_long_match_has_a_level_of_its_own_and_its_chain_goes_deeper(match, level):
     """The shared bucketing ends at 10+ tokens; a chain copied after 16, 32 or 64 tokens of match is
-    judged by a level of its own, likelier with each level, so that on a flat GPU profile the tree
-    sends more of the chain (a turn that copies the one before: Gemma's loops)."""
+    judged by a level of its own, likelier with each level, so that where nodes cost (the H100 serving
+    a batch of 32) the tree sends more of the chain (a turn that copies the one before: Gemma's loops)."""
     from lookup.acceptance import match_bucket
     from lookup.drafters.recycling import LONG_PRIORS
     from pldcore.hardware import profile_named
 
-    d = RecyclingDrafter(base=MatchedDrafter(range(100, 164), match), setting=reference_setting().with_profile(profile_named("flat")))
+    d = RecyclingDrafter(base=MatchedDrafter(range(100, 164), match), setting=reference_setting().with_profile(profile_named("h100-8b-b32")))
     d.reset([1])
     d.observe_top(np.array([1]), np.array([[7, 8, 9, 10, 11, 12, 13, 14]]), np.full((1, 8), 0.1, dtype=np.float16))
     assert d.bucket() == (level, match_bucket(match))
@@ -358,3 +363,24 @@ def test_a_long_match_has_a_level_of_its_own_and_its_chain_goes_deeper(match, le
         base_chain += 1
     # below 16 tokens, the same bucket: the floor alone tells the chains apart, a longer match deeper
     assert (chain > base_chain) if level else (chain >= base_chain if match >= 12 else chain <= base_chain)
+
+
+@pytest.mark.parametrize("match", [5, 12, 40])
+def test_where_nodes_are_free_a_likely_chain_takes_the_whole_budget_and_no_row_outbids_it(match):
+    """A node's candidates are different tokens, at most one of them next: a row's token beside a chain
+    node that a match makes likely gets what the chain leaves, not its rank's rate (0.45 first). On a
+    flat profile (64 tokens a forward cost one) the tree then spends its budget down the chain, as a
+    turn that copies the one before needs, where before a dozen of the root's row tokens cut it short."""
+    from pldcore.hardware import profile_named
+
+    d = RecyclingDrafter(base=MatchedDrafter(range(100, 164), match), setting=reference_setting().with_profile(profile_named("flat")))
+    d.reset([1])
+    d.observe_top(np.array([1]), np.array([[7, 8, 9, 10, 11, 12, 13, 14]]), np.full((1, 8), 0.1, dtype=np.float16))
+    # past the chain's 64 nodes, the root's 8 row tokens: they share what the chain's first node leaves
+    tokens, parents, probs = d.best_first(d._lookup(63), 72, d.bucket(), match)
+    root = parents == -1
+    assert tokens[root].tolist() == [100, 7, 8, 9, 10, 11, 12, 13, 14]
+    assert probs[0] == pytest.approx(d.chain_acceptance()[0]) and probs[root].sum() == pytest.approx(1.0)
+    draft = d.propose(63)
+    chain = draft.tokens.tolist() == list(range(100, 163)) and draft.parents.tolist() == list(range(-1, 62))
+    assert chain == (match >= 12)  # after 5 tokens the chain is less sure, and the row's first token is worth a node
