@@ -35,7 +35,7 @@ from decoding.generate import greedy_rule
 from decoding.inputs import check_request
 from decoding.model_target import ModelTarget
 from decoding.target import Scores, TopRows, top_rows
-from lookup.base import EMPTY_DRAFT, Draft, Drafter
+from lookup.base import EMPTY_DRAFT, MAX_TOP, Draft, Drafter
 from pldcore.errors import PLDError
 
 #: rows decoded side by side by default: on a CPU a forward of 8 rows costs about twice one of a single
@@ -57,8 +57,8 @@ class BatchJob:
 @dataclass
 class BatchOutput:
     """A job's decoded tokens, how it stopped (``eos`` or ``length``) and, when asked for, the target's
-    top-k rows after every read token: the prompt's from the prefill, then one per generated token but
-    the last ([P - 1 + len(tokens) - 1, k])."""
+    top-k rows after every token read: the prompt's but the last from the prefill, then one a step
+    (after the prompt's last token, then after each generated one but the newest): [P - 1 + len(tokens), k]."""
 
     tokens: list[int]
     stop_reason: str
@@ -91,6 +91,8 @@ def decode_batch(target: ModelTarget, jobs: Sequence[BatchJob], max_new_tokens: 
         raise PLDError(f"batched decoding needs a model target (decoding.load_model()), got {type(target).__name__}")
     if not isinstance(batch, int) or batch < 1:
         raise PLDError(f"batch must be an integer >= 1, got {batch!r}")
+    if not isinstance(rows_k, int) or not 0 <= rows_k <= MAX_TOP:
+        raise PLDError(f"rows_k must be an integer in [0, {MAX_TOP}], got {rows_k!r}")
     requests = [check_request(target, job.prompt, _Plain(), max_new_tokens, 0, job.temperature, job.top_k, job.top_p,
                               (), None) for job in jobs]
     outputs: list[BatchOutput | None] = [None] * len(jobs)
@@ -126,7 +128,7 @@ def _decode_rows(target: ModelTarget, jobs: Sequence[BatchJob], requests, rows_k
     step = 0
     while live:
         positions = torch.as_tensor([heads[i] + step for i in live], device=device)
-        out = target.model(input_ids=last[live].unsqueeze(1), **{target._cache_kwarg: cache},
+        out = target.model(input_ids=last[live].unsqueeze(1), **{target.cache_kwarg: cache},
                            attention_mask=mask[live, : width + step + 1], position_ids=positions.unsqueeze(1),
                            cache_position=torch.as_tensor([width + step], device=device), use_cache=True)
         logits = out.logits[:, -1].float()  # [len(live), V]

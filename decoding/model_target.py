@@ -118,6 +118,12 @@ class ModelTarget(Target):
         self._pending = len(tokens)
         return Scores(argmax=argmax, logits=logits, seconds=seconds)
 
+    @property
+    def cache_kwarg(self) -> str:
+        """The keyword this model's forward takes its cache by (``cache`` in transformers 5.x, else
+        ``past_key_values``)."""
+        return self._cache_kwarg
+
     def detach_cache(self) -> DynamicCache:
         """Hand over the current sequence's cache (after :meth:`start`: the prompt's head); the target
         forgets it, and :meth:`start` begins another. For decoding several sequences at once

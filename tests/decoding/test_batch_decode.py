@@ -60,6 +60,8 @@ def test_without_rows_and_bad_input():
     target = tiny_family("llama")
     out, = decode_batch(target, [BatchJob(PROMPTS[0])], 5)
     assert out.rows is None and out.tokens == one_at_a_time(target, BatchJob(PROMPTS[0]), 5)[0].tokens
+    with pytest.raises(PLDError, match="rows_k must be"):
+        decode_batch(target, [BatchJob(PROMPTS[0])], 5, rows_k=99)
     with pytest.raises(PLDError, match="batch must be"):
         decode_batch(target, [BatchJob(PROMPTS[0])], 5, batch=0)
     with pytest.raises(PLDError, match="max_new_tokens"):
