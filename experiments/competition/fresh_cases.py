@@ -8,9 +8,10 @@ benchmark's reference profile. No file can know them.
 
 The prompts come from :func:`experiments.benchmarks.fresh.fresh_prompts` (its version and the seed
 go on the board, so anyone can make them again: ``leaderboard.py check-fresh``); the recorder is
-the project's own (:func:`experiments.running.record.record_regimes`, greedy, 128 new tokens, the target's
-top-8 rows), as for the shipped benchmark; and, for the sampled tracks, the same prompts sampled in
-their regime with the build's seed (each case its own, ``case_seed``) into the regime's subfolder.
+the project's own (:func:`experiments.running.record.record_regimes`: greedy, 128 new tokens, the
+target's top-8 rows), as for the shipped benchmark; and, for the sampled tracks, the same prompts
+sampled in their regime with the build's seed (each case its own, ``case_seed``) into the regime's
+subfolder, decoded beside the greedy ones.
 """
 
 from __future__ import annotations
