@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from transformers.cache_utils import DynamicSlidingWindowLayer
 
-from decoding.generate import greedy_rule
+from decoding.generate import acceptance_rule
 from decoding.inputs import check_request
 from decoding.model_target import ModelTarget
 from decoding.target import Scores, TopRows, top_rows
@@ -66,7 +66,8 @@ class BatchOutput:
 
 
 class _Plain(Drafter):
-    """Drafts nothing: what the request checks see (a recording's rows are asked for here, not by it)."""
+    """Drafts nothing: what the request checks see (decoding imports no concrete drafter, so not
+    ``lookup.drafters.plain``; a recording's rows are asked for by ``rows_k``, not by it)."""
 
     name = "none"
 
@@ -114,7 +115,7 @@ def _decode_rows(target: ModelTarget, jobs: Sequence[BatchJob], requests, rows_k
     heads = [len(r.prompt) - 1 for r in requests]
     width = max(heads)
     cache = _padded_cache([prefilled[tuple(r.prompt)][1] for r in requests], heads, width)
-    rules = [greedy_rule if r.temperature == 0 else _rule(target, r, job.seed) for r, job in zip(requests, jobs)]
+    rules = [acceptance_rule(target, r, job.seed) for r, job in zip(requests, jobs)]
     tokens: list[list[int]] = [[] for _ in requests]
     rows: list[list[TopRows]] = [[prefilled[tuple(r.prompt)][0]] if rows_k else [] for r in requests]
     stops = ["length"] * len(requests)
@@ -149,14 +150,7 @@ def _decode_rows(target: ModelTarget, jobs: Sequence[BatchJob], requests, rows_k
             cache.batch_select_indices(torch.as_tensor(keep, dtype=torch.long, device=device))
             live = [live[j] for j in keep]
         step += 1
-    return [BatchOutput(tokens[i], stops[i], _joined(rows[i]) if rows_k else None) for i in range(len(requests))]
-
-
-def _rule(target: ModelTarget, request, seed: int | None):
-    """A sampled row's rule: its own uniform stream from ``seed``, as :func:`decoding.generate` makes it."""
-    from decoding.sampling import sampling_rule  # torch-heavy; greedy recordings never need it
-
-    return sampling_rule(request.temperature, request.top_k, request.top_p, seed, target.device)
+    return [BatchOutput(tokens[i], stops[i], TopRows.joined(rows[i]) if rows_k else None) for i in range(len(requests))]
 
 
 def _padded_cache(caches: Sequence, heads: Sequence[int], width: int):
@@ -172,7 +166,7 @@ def _padded_cache(caches: Sequence, heads: Sequence[int], width: int):
         rolling = isinstance(layer, DynamicSlidingWindowLayer)
         held = min(width, layer.sliding_window - 1) if rolling else width
         keys, values = [], []
-        for cache, head in zip(caches, heads):
+        for cache in caches:
             own = cache.layers[index]
             if own is layer:
                 k, v = base[index]
@@ -191,7 +185,3 @@ def _padded_cache(caches: Sequence, heads: Sequence[int], width: int):
             layer.record_past = False  # plain decoding never rolls back: keep only the window
     return merged
 
-
-def _joined(rows: Sequence[TopRows]) -> TopRows:
-    """Rows one after another."""
-    return TopRows(np.concatenate([r.ids for r in rows]), np.concatenate([r.probs for r in rows]))

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from decoding.acceptance import accept_greedy, accept_greedy_tree
-from decoding.inputs import TokenIds, check_request
+from decoding.inputs import Request, TokenIds, check_request
 from decoding.target import Scores, Target
 from lookup.base import EMPTY_DRAFT, Draft, Drafter, hand_vocab
 from pldcore.cost import CostProfile
@@ -202,8 +202,7 @@ def generate(
     # a drafter that asks for the vocabulary's strings gets the target's, once (and untimed, as its
     # construction is): a drafter reused across calls has them already and asks no more
     hand_vocab(drafter, target.vocab)
-    accept = (greedy_rule if request.temperature == 0
-              else _sampling_rule(target, request.temperature, request.top_k, request.top_p, seed))
+    accept = acceptance_rule(target, request, seed)
     stats = Stats()
     t_start = time.perf_counter()
 
@@ -314,10 +313,14 @@ def _verify(target: Target, accept: AcceptRule, draft: Draft, last: int) -> tupl
     return scores, kept, next_token
 
 
-def _sampling_rule(target: Target, temperature: float, top_k: int, top_p: float, seed: int | None) -> AcceptRule:
+def acceptance_rule(target: Target, request: Request, seed: int | None) -> AcceptRule:
+    """The rule a generation of ``request`` (checked: :func:`decoding.inputs.check_request`) accepts
+    by: greedy at temperature 0, else sampling with one generator seeded by ``seed``."""
+    if request.temperature == 0:
+        return greedy_rule
     from decoding.sampling import sampling_rule  # torch-heavy; greedy runs never need it
 
-    return sampling_rule(temperature, top_k, top_p, seed, target.device)
+    return sampling_rule(request.temperature, request.top_k, request.top_p, seed, target.device)
 
 
 def _built_for(target: Target, spec: str, profile, temperature: float, top_k: int, top_p: float) -> Drafter:

@@ -314,8 +314,7 @@ def _top_rows_in_blocks(logits: torch.Tensor, k: int) -> TopRows:
     (each row's softmax and top-k are its own, so the result is the same)."""
     if len(logits) <= TOP_ROWS_BLOCK:
         return top_rows(logits, k)
-    blocks = [top_rows(logits[i : i + TOP_ROWS_BLOCK], k) for i in range(0, len(logits), TOP_ROWS_BLOCK)]
-    return TopRows(np.concatenate([b.ids for b in blocks]), np.concatenate([b.probs for b in blocks]))
+    return TopRows.joined([top_rows(logits[i : i + TOP_ROWS_BLOCK], k) for i in range(0, len(logits), TOP_ROWS_BLOCK)])
 
 
 def _layer_types(model) -> list[str]:

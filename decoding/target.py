@@ -50,6 +50,11 @@ class TopRows:
         """The first ``k`` columns."""
         return TopRows(self.ids[:, :k], self.probs[:, :k])
 
+    @staticmethod
+    def joined(parts: Sequence[TopRows]) -> TopRows:
+        """``parts``' rows one after another."""
+        return TopRows(np.concatenate([p.ids for p in parts]), np.concatenate([p.probs for p in parts]))
+
 
 def top_rows(logits: torch.Tensor, k: int) -> TopRows:
     """The ``k`` most likely ids per row of ``logits`` [n, V] and their probabilities.

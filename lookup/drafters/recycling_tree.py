@@ -35,8 +35,9 @@ def best_first_tree(last: int, lookup_tokens: np.ndarray, lookup_parents: np.nda
 
     A candidate that is both a lookup child and a row's token gets ``1 - (1-a)(1-b)``; where a node's
     candidates add up past 1, the likeliest keeps its own and the others are scaled to share the rest
-    (at most one of them is next); each node's probability is its parent's times its own. Ties pop in the order candidates were pushed: per
-    node, the lookup draft's children in their order, then the row's new tokens in rank order.
+    (at most one of them is next); each node's probability is its parent's times its own. Ties pop in
+    the order candidates were pushed: per node, the lookup draft's children in their order, then the
+    row's new tokens in rank order.
     """
     m = len(lookup_tokens)
     n_depth, width, n_sib, vocab = len(chain_p), rows.shape[1], len(sibling_p), len(slot)
