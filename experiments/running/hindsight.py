@@ -211,4 +211,4 @@ class Signal(TraceWrapper):
             posterior = 1.0 / (1.0 + np.exp(-logit))
         # the posterior of node 0 given the nodes before it (none) is P(first node accepted)
         self.readings.append((float(posterior[0]), bool(truth[0])))
-        return inner.send(candidate, inner.decide(candidate, posterior))
+        return inner.send(candidate, inner.decide(candidate, posterior), own)

@@ -4,7 +4,7 @@
     row = model.row(evidence.source, evidence.match_length)      # the statistics this draft is judged by
     acceptance = model.chain(row, evidence, n, tokens)  # [n] P(node i accepted | nodes before it accepted)
     path = model.tree(row, parents)                 # [n] P(node i on the accepted path)
-    model.learn_chain(row, chain, sent, accepted, committed)   # after the target's verdict
+    model.learn_chain(row, chain, sent, accepted, committed, acceptance)   # after the target's verdict
 
 Three sources of knowledge, each owned here and by nothing else:
 
@@ -18,7 +18,10 @@ Three sources of knowledge, each owned here and by nothing else:
 * **the later-nodes model** (:mod:`lookup.acceptance.later_nodes`): how many occurrences still
   follow the chain at each depth and whether they go on with its token;
 * **the tokens drafted** (:mod:`lookup.acceptance.tokens`, with the models only): how often a node
-  holding each token was accepted so far, a log-odds offset on the models' estimates.
+  holding each token was accepted so far, a log-odds offset on the models' estimates;
+* **the sequence's calibration** (:mod:`lookup.acceptance.calibration`, with the models only): how
+  many of the chain nodes checked in this sequence were accepted against how many the estimates
+  expected, one more log-odds offset on every node.
 
 The models' coefficients are data (:class:`pldcore.fits.Fits`), fitted per source: a
 chain from the history is judged by fits made on the benchmark served as one stream, which also
@@ -37,6 +40,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from lookup.acceptance import first_token, later_nodes
+from lookup.acceptance.calibration import Calibration
 from lookup.acceptance.tokens import TokenRates, adjusted
 from pldcore.fits import Fits, default_fits
 from lookup.acceptance.learner import BUCKET_EDGES, UNKNOWN_MATCH, AcceptanceRates, match_bucket
@@ -124,11 +128,14 @@ class AcceptanceModel:
         priors: the statistics' priors.
         tokens: move a chain's estimates by what its tokens did before (:class:`TokenRates`), where
             :meth:`chain` is given them; cleared with the statistics.
+        calibrate: move a chain's estimates by how the estimates of the nodes checked so far compare
+            with what became of them (:class:`~lookup.acceptance.calibration.Calibration`); cleared
+            with the statistics and by :meth:`restart`.
     """
 
     def __init__(self, max_tokens: int = 32, prior_strength: float = 2.0, decay: float = 0.98,
                  fits: Fits | None = None, first_node: bool = True, later_nodes: bool = True,
-                 priors: Priors = PRIORS, tokens: bool = False) -> None:
+                 priors: Priors = PRIORS, tokens: bool = False, calibrate: bool = False) -> None:
         self.max_tokens, self.priors = max_tokens, priors
         self.fits = fits if fits is not None or not (first_node or later_nodes) else default_fits()
         self.first_node, self.later_nodes = first_node, later_nodes
@@ -138,6 +145,7 @@ class AcceptanceModel:
         # P(the rank-r child is right | its elder siblings are wrong), r >= 1 (index 0 unused): [R]
         self._ranks = DecayedRate(np.full(priors.max_rank, priors.rank), prior_strength, decay)
         self.tokens = TokenRates() if tokens else None
+        self.calibration = Calibration() if calibrate else None
 
     # -- which statistics ----------------------------------------------------------------------
     def row(self, source: str, match_length: int | None) -> Row:
@@ -189,11 +197,16 @@ class AcceptanceModel:
         statistics at ``row``, with the first node's from the first-node model and the later nodes'
         from the later-nodes model where they are on and ``evidence`` counts the match's occurrences;
         then, where the chain's ``tokens`` ([>= n] ids) are given and the model learns per token, moved
-        by what those tokens did before.  # [n]"""
+        by what those tokens did before; and, where the model calibrates, by the sequence's offset.  # [n]"""
         estimate = self._chain(row, evidence, n)
-        if self.tokens is None or tokens is None or not len(estimate):
+        if not len(estimate):
             return estimate
-        return adjusted(estimate, self.tokens.offsets(row.source, tokens[: len(estimate)]))
+        offsets = 0.0 if self.tokens is None or tokens is None else self.tokens.offsets(row.source, tokens[: len(estimate)])
+        if self.calibration is not None:
+            offsets = offsets + self.calibration.offset
+        if isinstance(offsets, float) and offsets == 0.0:  # nothing moves it: no clipping either
+            return estimate
+        return adjusted(estimate, offsets)
 
     def _chain(self, row: Row, evidence: Evidence | None, n: int) -> np.ndarray:
         estimate = self.rates(row)[:n]
@@ -242,9 +255,12 @@ class AcceptanceModel:
 
     # -- learning ------------------------------------------------------------------------------
     def age(self) -> None:
-        """One step passes: past observations weigh ``decay`` times less."""
+        """One step passes: past observations weigh ``decay`` times less (and past calibration nodes
+        their own calibration decay)."""
         self._depth.age()
         self._ranks.age()
+        if self.calibration is not None:
+            self.calibration.age()
 
     def clear(self) -> None:
         """Forget every observation."""
@@ -252,19 +268,37 @@ class AcceptanceModel:
         self._ranks.clear()
         if self.tokens is not None:
             self.tokens.clear()
+        self.restart()
 
-    def learn_chain(self, row: Row, chain: np.ndarray, sent: int, accepted: int, committed: Sequence[int]) -> None:
+    def restart(self) -> None:
+        """A new request: the calibration starts over (a shift is the request's), while the statistics
+        and token rates carry on where :meth:`clear` is not called (a history)."""
+        if self.calibration is not None:
+            self.calibration.clear()
+
+    def learn_chain(self, row: Row, chain: np.ndarray, sent: int, accepted: int, committed: Sequence[int],
+                    acceptance: np.ndarray | None = None) -> None:
         """A chain candidate (``chain``: [n] tokens, judged at ``row``) of which ``sent`` nodes were sent
         and ``accepted`` accepted, the step committing ``committed``: nodes 0..accepted were tried and
         0..accepted-1 hit; the node after an all-accepted (or empty) send is checked for free against
-        the target's own next token."""
-        self._depth.learn_prefix(row, min(accepted + 1, sent), accepted)
+        the target's own next token. ``acceptance`` ([n], what :meth:`chain` said of the candidate
+        before this verdict; None: not known) is what the calibration compares the outcome with."""
+        tried = min(accepted + 1, sent)
+        self._depth.learn_prefix(row, tried, accepted)
         if self.tokens is not None:
-            self.tokens.learn(row.source, chain, min(accepted + 1, sent), accepted)
-        if accepted == sent and sent < len(chain) and len(committed) > sent:
-            self._depth.learn_node(row, sent, committed[sent] == chain[sent])
+            self.tokens.learn(row.source, chain, tried, accepted)
+        free = accepted == sent and sent < len(chain) and len(committed) > sent
+        hit = free and committed[sent] == chain[sent]
+        if free:
+            self._depth.learn_node(row, sent, hit)
             if self.tokens is not None:
-                self.tokens.learn_node(row.source, sent, int(chain[sent]), committed[sent] == chain[sent])
+                self.tokens.learn_node(row.source, sent, int(chain[sent]), hit)
+        if self.calibration is not None and acceptance is not None:
+            checked = min(tried + free, len(acceptance))
+            if checked:
+                # the estimates before the offset: the one it compares with must not feed on itself
+                before = adjusted(acceptance[:checked], -self.calibration.offset)
+                self.calibration.learn(float(before.sum()), min(accepted, checked) + (hit and checked > tried))
 
     def learn_tree(self, row: Row, tree: Draft, committed: Sequence[int]) -> None:
         """Follow ``committed`` down the whole offered tree (sent or not); at each level reached, note

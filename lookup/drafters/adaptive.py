@@ -8,8 +8,10 @@ target's cost profile), so a wasted draft is a slowdown. Each step this drafter
    occurrences continue), a :class:`Candidate`;
 2. asks the acceptance model (:class:`lookup.acceptance.AcceptanceModel`) for each node's
    probability of acceptance: statistics learnt in this sequence per source and match length,
-   from priors, refined by the fitted first-node and later-nodes models where there is evidence, and
-   moved by how often a node holding each of its tokens was accepted before (``token_rates``);
+   from priors, refined by the fitted first-node and later-nodes models where there is evidence,
+   moved by how often a node holding each of its tokens was accepted before (``token_rates``) and by
+   how the estimates of the nodes checked so far in this request compare with what became of them
+   (``calibrate``);
 3. asks the planner (:class:`lookup.acceptance.Planner`) how many nodes to send under the cost
    profile: a chain planned over this forward and the ones after it (``chain_model``), a tree by
    the expected tokens per second of this forward.
@@ -91,6 +93,9 @@ class AdaptiveDrafter(Drafter):
             of its tokens was accepted before (:mod:`lookup.acceptance.tokens`; with ``history``, over
             the requests served too). Off with the models, so the drafts the models are fitted on
             (``traces.py fit-acceptance``) stay what they were.
+        calibrate: with either model on, move a chain's estimates by one log-odds offset learnt in the
+            request (:mod:`lookup.acceptance.calibration`): the fit's estimates set right for it. Off
+            with the models, as ``token_rates``.
         fits: a fit file of the models (``traces.py fit-acceptance --write``), or its content as a
             dict, in place of the setting's (None: the setting's, the shipped fit of its model and regime).
     """
@@ -108,7 +113,8 @@ class AdaptiveDrafter(Drafter):
 
     def __init__(self, base: str | Drafter = DEFAULT_BASE, *, setting: Setting, max_tokens: int = 32, prior_strength: float = 2.0, decay: float = 0.98,
                  base_params: dict | None = None, history: bool = False, first_token_model: bool = True,
-                 chain_model: bool = True, fits: str | Path | dict | None = None, token_rates: bool = True) -> None:
+                 chain_model: bool = True, fits: str | Path | dict | None = None, token_rates: bool = True,
+                 calibrate: bool = True) -> None:
         super().__init__()
         if not isinstance(base, (str, Drafter)):
             # a spec's base=none parses to None: the plain drafter is base=plain
@@ -129,16 +135,18 @@ class AdaptiveDrafter(Drafter):
         self.chain_model = require_bool("chain_model", chain_model)
         models = self.reports_evidence and (self.first_token_model or self.chain_model)
         self.token_rates = require_bool("token_rates", token_rates) and models
+        self.calibrate = require_bool("calibrate", calibrate) and models
         #: the fitted models' coefficients (None where no model reads them)
         given = _fits(fits) if fits is not None else None  # read (and so checked) even where no model reads it
         self.fits = (given or setting.fits) if models else None
         self.model = AcceptanceModel(max_tokens, prior_strength, decay, self.fits,
                                      first_node=self.first_token_model and self.reports_evidence,
                                      later_nodes=self.chain_model and self.reports_evidence,
-                                     tokens=self.token_rates)
+                                     tokens=self.token_rates, calibrate=self.calibrate)
         self.planner = Planner(self.profile, max_tokens, planned=self.chain_model)
         self._context = 0  # committed tokens (prompt + output)
-        self._last: tuple[Candidate, int] | None = None  # the last propose's candidate and what was sent
+        #: the last propose's candidate, what was sent, and the chain's estimates it was planned on (or None)
+        self._last: tuple[Candidate, int, np.ndarray | None] | None = None
         self._committed: list[int] = []
 
     # -- the Drafter interface ---------------------------------------------------------------
@@ -149,6 +157,7 @@ class AdaptiveDrafter(Drafter):
         # requests served one after the other are alike more often than not (docs/oracle-gap.md)
         if not self.history:
             self.model.clear()
+        self.model.restart()
         self._last, self._committed = None, []
 
     def extend(self, tokens: Sequence[int]) -> None:
@@ -161,18 +170,19 @@ class AdaptiveDrafter(Drafter):
 
     def propose(self, budget: int) -> Draft:
         candidate = self.candidate(budget)
-        return self.send(candidate, self.decide(candidate))
+        acceptance = self.estimate(candidate)
+        return self.send(candidate, self.decide(candidate, acceptance), acceptance)
 
     def observe(self, draft: Draft, accepted: int) -> None:
         self.base.observe(draft, accepted)
         if self._last is None:
             return
-        candidate, sent = self._last
+        candidate, sent, acceptance = self._last
         self._last = None
         self.model.age()
         full, row = candidate.draft, candidate.row
         if full.is_chain:
-            self.model.learn_chain(row, full.tokens, sent, accepted, self._committed)
+            self.model.learn_chain(row, full.tokens, sent, accepted, self._committed, acceptance)
         else:
             self.model.learn_tree(row, full, self._committed)
 
@@ -197,6 +207,14 @@ class AdaptiveDrafter(Drafter):
         row = self.model.row(source, self.base.match_length() if length is None else length)
         return Candidate(full, row, evidence)
 
+    def estimate(self, candidate: Candidate) -> np.ndarray | None:
+        """The model's P(node i accepted | nodes before it accepted) for ``candidate``'s chain ([n]; None
+        for a tree or an empty draft). A query."""
+        draft = candidate.draft
+        if not len(draft) or not draft.is_chain:
+            return None
+        return self.model.chain(candidate.row, candidate.evidence, len(draft), draft.tokens)
+
     def decide(self, candidate: Candidate, acceptance: np.ndarray | None = None) -> int:
         """How many nodes of ``candidate`` to send: the planner's choice under the cost profile, over
         the model's probabilities (or, for a chain, over ``acceptance``: [n] P(node i accepted | nodes
@@ -206,15 +224,16 @@ class AdaptiveDrafter(Drafter):
             return 0
         if draft.is_chain:
             if acceptance is None:
-                acceptance = self.model.chain(candidate.row, candidate.evidence, len(draft), draft.tokens)
+                acceptance = self.estimate(candidate)
             return self.planner.chain(acceptance, self._context)
         return self.planner.tree(self.model.tree(candidate.row, draft.parents), self._context)
 
-    def send(self, candidate: Candidate, k: int) -> Draft:
+    def send(self, candidate: Candidate, k: int, acceptance: np.ndarray | None = None) -> Draft:
         """The first ``k`` nodes of ``candidate``'s draft, remembered for :meth:`observe` (which learns
-        from the whole candidate); it changes no future proposal by itself."""
+        from the whole candidate, and calibrates on ``acceptance``, the model's :meth:`estimate` of its
+        chain, where given); it changes no future proposal by itself."""
         full = candidate.draft
-        self._last = (candidate, k) if len(full) else None  # the last propose's, whichever call that was
+        self._last = (candidate, k, acceptance) if len(full) else None  # the last propose's, whichever call that was
         if not k:
             return EMPTY_DRAFT
         probs = None if full.probs is None else full.probs[:k]
@@ -226,5 +245,6 @@ class AdaptiveDrafter(Drafter):
                 "model": self.setting.model, "regime": self.setting.regime.name,
                 "max_tokens": self.max_tokens, "prior_strength": model["prior_strength"], "decay": model["decay"],
                 "history": self.history, "first_token_model": self.first_token_model,
-                "chain_model": self.chain_model, "token_rates": self.token_rates, "evidence": self.reports_evidence,
+                "chain_model": self.chain_model, "token_rates": self.token_rates, "calibrate": self.calibrate,
+                "evidence": self.reports_evidence,
                 **({"fits": self.fits.describe()} if self.fits is not None else {})}
