@@ -117,16 +117,8 @@ def test_clear_and_restart_forget_it():
     assert model.calibration.offset == 0.0 and model.counts(row)[0].sum() == 0
 
 
-def test_adaptive_calibrates_with_its_models_starts_over_each_request_and_says_so():
-    on = AdaptiveDrafter(setting=reference_setting())
-    assert on.calibrate and on.model.calibration is not None and on.params()["calibrate"] is True
-    off = AdaptiveDrafter(setting=reference_setting(), calibrate=False)
-    assert off.model.calibration is None and off.params()["calibrate"] is False
-    # the fit collector (models off) must draft what the shipped fits were made on
-    collector = AdaptiveDrafter(setting=reference_setting(), first_token_model=False, chain_model=False)
-    assert not collector.calibrate and collector.model.calibration is None
-    with pytest.raises(TypeError):
-        AdaptiveDrafter(setting=reference_setting(), calibrate="yes")
+def test_adaptive_starts_it_over_each_request():
+    # (on with the models only: test_tokens.py::test_adaptive_corrects_its_models_only_with_them)
     # a request that copies itself: the calibration learns; the next request starts it over, with a
     # history too (the statistics carry on there)
     text = [3, 4, 5, 6, 7] * 6

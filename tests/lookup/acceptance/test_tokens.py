@@ -94,13 +94,16 @@ def test_the_model_moves_a_chain_by_its_tokens_and_learns_them_from_its_verdicts
     assert model.chain(row, None, 4, chain).tolist() == pytest.approx(model.rates(row)[:4].tolist())
 
 
-def test_adaptive_learns_per_token_only_with_its_models():
+@pytest.mark.parametrize("flag, part", [("token_rates", "tokens"), ("calibrate", "calibration")])
+def test_adaptive_corrects_its_models_only_with_them(flag, part):
+    """The per-token rates and the request's calibration (test_calibration.py): on by default with the
+    models, off on request, and off without the models, so that the fit collector's drafts (what the
+    shipped fits are made on) are as they were."""
     on = AdaptiveDrafter(setting=reference_setting())
-    assert on.token_rates and on.model.tokens is not None and on.params()["token_rates"] is True
-    off = AdaptiveDrafter(setting=reference_setting(), token_rates=False)
-    assert off.model.tokens is None and off.params()["token_rates"] is False
-    # the fit collector's drafter: no models, so no per-token rates, and its drafts are as they were
+    assert getattr(on, flag) and getattr(on.model, part) is not None and on.params()[flag] is True
+    off = AdaptiveDrafter(setting=reference_setting(), **{flag: False})
+    assert getattr(off.model, part) is None and off.params()[flag] is False
     collector = AdaptiveDrafter(setting=reference_setting(), first_token_model=False, chain_model=False)
-    assert not collector.token_rates and collector.model.tokens is None
+    assert not getattr(collector, flag) and getattr(collector.model, part) is None
     with pytest.raises(TypeError):
-        AdaptiveDrafter(setting=reference_setting(), token_rates="yes")
+        AdaptiveDrafter(setting=reference_setting(), **{flag: "yes"})
