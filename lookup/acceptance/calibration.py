@@ -6,15 +6,16 @@ that goes round a loop copies more than the pool did, one that paraphrases its s
 and a prompt unlike the benchmark's (a held-out one) can shift every estimate. The statistics the
 models read move with the sequence, but the models weigh them by a fitted coefficient, so a sequence
 whose copies hold far more (or less) often than the pool's stays misjudged. This learns the shift
-itself: over the chain nodes checked in this sequence (each step's first node is checked for free
-against the target's own next token, sent or not; the later ones when the nodes before them were
-accepted), how many were accepted against how many the estimates expected,
+itself: over the chain nodes checked in this sequence (on a step with a chain to judge, its first
+node is checked for free against the target's own next token, sent or not; the later ones when the
+nodes before them were accepted), how many were accepted against how many the estimates expected,
 
     offset = log((hits + STRENGTH) / (expected + STRENGTH))
 
-with both counts decayed by ``DECAY`` per step, and adds it to every node's log-odds. A sequence the
-fit judges right keeps an offset near zero; one it misjudges gets a correction that grows with the
-evidence (``STRENGTH`` expected hits of agreement before any). ``adaptive`` starts it over with each
+with both counts decayed by ``DECAY`` per step, and adds it to every chain node's log-odds (a tree's
+nodes are judged without it). A sequence the fit judges right keeps an offset near zero; one it
+misjudges gets a correction that grows with the evidence (``STRENGTH`` expected hits of agreement
+before any). ``adaptive`` starts it over with each
 request, a history or not: a shift is a property of the request.
 
 ``STRENGTH`` and ``DECAY`` were chosen by replay of the shipped benchmarks' public cases,
@@ -28,6 +29,8 @@ cross-fitted (``docs/acceptance.md`` gives the replays and what it changes held 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 #: how many expected hits of agreement the offset starts from: it moves once the evidence outweighs it
 STRENGTH = 2.0
@@ -52,7 +55,7 @@ class Calibration:
     def clear(self) -> None:
         """Forget every node (a new request)."""
         self.hits = 0.0  # decayed count of nodes accepted
-        self.expected = 0.0  # decayed sum of their uncorrected estimates
+        self.expected = 0.0  # decayed sum of their estimates before this offset
         self.offset = 0.0
 
     def age(self) -> None:
@@ -71,3 +74,13 @@ class Calibration:
 
     def _offset(self) -> float:
         return math.log((self.hits + self.strength) / (self.expected + self.strength))
+
+
+def without(estimates: np.ndarray, offset: float) -> np.ndarray:
+    """``estimates`` ([n] probabilities that ``offset`` was added to the log-odds of) as they were before
+    it: ``sigmoid(logit(p) - offset)``, not clipped (the forward shift clips what it shifts, not what it
+    returns, so this undoes it exactly up to float rounding).  # [n]"""
+    p = np.asarray(estimates, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        logit = np.log(p) - np.log1p(-p)  # +-inf at 1 and 0, which stay there
+    return 1.0 / (1.0 + np.exp(-(logit - offset)))

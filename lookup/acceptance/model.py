@@ -21,7 +21,7 @@ Three sources of knowledge, each owned here and by nothing else:
   holding each token was accepted so far, a log-odds offset on the models' estimates;
 * **the sequence's calibration** (:mod:`lookup.acceptance.calibration`, with the models only): how
   many of the chain nodes checked in this sequence were accepted against how many the estimates
-  expected, one more log-odds offset on every node.
+  expected, one more log-odds offset on every chain node.
 
 The models' coefficients are data (:class:`pldcore.fits.Fits`), fitted per source: a
 chain from the history is judged by fits made on the benchmark served as one stream, which also
@@ -40,7 +40,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from lookup.acceptance import first_token, later_nodes
-from lookup.acceptance.calibration import Calibration
+from lookup.acceptance.calibration import Calibration, without
 from lookup.acceptance.tokens import TokenRates, adjusted
 from pldcore.fits import Fits, default_fits
 from lookup.acceptance.learner import BUCKET_EDGES, UNKNOWN_MATCH, AcceptanceRates, match_bucket
@@ -297,7 +297,7 @@ class AcceptanceModel:
             checked = min(tried + free, len(acceptance))
             if checked:
                 # the estimates before the offset: the one it compares with must not feed on itself
-                before = adjusted(acceptance[:checked], -self.calibration.offset)
+                before = without(acceptance[:checked], self.calibration.offset)
                 self.calibration.learn(float(before.sum()), min(accepted, checked) + (hit and checked > tried))
 
     def learn_tree(self, row: Row, tree: Draft, committed: Sequence[int]) -> None:

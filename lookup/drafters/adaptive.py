@@ -231,8 +231,10 @@ class AdaptiveDrafter(Drafter):
     def send(self, candidate: Candidate, k: int, acceptance: np.ndarray | None = None) -> Draft:
         """The first ``k`` nodes of ``candidate``'s draft, remembered for :meth:`observe` (which learns
         from the whole candidate, and calibrates on ``acceptance``, the model's :meth:`estimate` of its
-        chain, where given); it changes no future proposal by itself."""
+        chain: computed here where not given); it changes no future proposal by itself."""
         full = candidate.draft
+        if acceptance is None and self.calibrate:  # a caller that planned on its own: the model's own, to calibrate on
+            acceptance = self.estimate(candidate)
         self._last = (candidate, k, acceptance) if len(full) else None  # the last propose's, whichever call that was
         if not k:
             return EMPTY_DRAFT

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lookup.acceptance import AcceptanceModel
+from lookup.acceptance.model import Priors
 from lookup.acceptance.calibration import DECAY, STRENGTH, Calibration
 from lookup.acceptance.tokens import adjusted
 from lookup.base import Agreement, Evidence
@@ -137,3 +138,38 @@ def test_adaptive_starts_it_over_each_request():
         assert drafter.model.calibration.expected > 0 and drafter.model.calibration.offset != 0.0
         drafter.reset([1, 2, 3])
         assert drafter.model.calibration.expected == 0.0 and drafter.model.calibration.offset == 0.0
+
+
+def test_without_a_correction_the_estimates_are_the_statistics_as_they_are():
+    # no offset to add: nothing is clipped either, so a model without its corrections judges as before
+    # they existed (a prior past 1 - 1e-4 stays what it is)
+    sure = Priors(first=(0.99999,) * 6)
+    for calibrate in (False, True):
+        model = AcceptanceModel(fits=None, first_node=False, later_nodes=False, priors=sure, calibrate=calibrate)
+        row = model.row("context", 3)
+        assert model.chain(row, None, 3)[0] == model.rates(row)[0] == 0.99999
+
+
+@given(st.floats(-6.0, 6.0), st.floats(1e-9, 1.0 - 1e-9))
+def test_the_estimates_before_the_offset_come_back_whatever_the_offset(offset, p):
+    # what the step planned on is the estimate moved by the offset; the learner takes the offset off
+    # again, far from 0.5 too (a clipped inverse would drift the offset the way it leans)
+    model = AcceptanceModel(fits=None, calibrate=True)
+    model.calibration.offset = offset
+    moved = 1.0 / (1.0 + math.exp(-(math.log(p / (1.0 - p)) + offset)))
+    if not 0.0 < moved < 1.0:  # rounded to 0 or 1: nothing left to recover
+        return
+    model.learn_chain(model.row("context", 3), np.array([5]), 0, 0, [9], np.array([moved]))
+    assert model.calibration.expected == pytest.approx(p, rel=1e-6, abs=1e-12)
+
+
+def test_a_caller_that_plans_on_its_own_still_calibrates():
+    drafter = AdaptiveDrafter(setting=reference_setting())
+    text = [3, 4, 5, 6, 7] * 4
+    drafter.reset(text[:12])
+    candidate = drafter.candidate(8)
+    assert len(candidate.draft) and candidate.draft.is_chain
+    draft = drafter.send(candidate, drafter.decide(candidate))  # no estimate handed over
+    drafter.extend(text[12:13])
+    drafter.observe(draft, 0)
+    assert drafter.model.calibration.expected > 0
