@@ -22,12 +22,15 @@ SCRIPT = Path(__file__).with_name("vllm_generate.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def generate(drafter: str | None = None, passes: int = 1, temperature: float = 0.0) -> dict:
+def generate(drafter: str | None = None, passes: int = 1, temperature: float = 0.0,
+             batch_rule: object = None) -> dict:
     model = os.environ.get("PLD_LAB_MODEL_DIR")
     if not model:
         pytest.skip("PLD_LAB_MODEL_DIR (the converted embedded model) is not set; run `make test-vllm`")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     args = [drafter, str(passes), str(temperature)] if drafter else []
+    if drafter and batch_rule is not None:
+        args.append(json.dumps(batch_rule))
     out = subprocess.run([sys.executable, str(SCRIPT), model, *args], capture_output=True, text=True, timeout=600,
                          env=env)
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
@@ -62,13 +65,15 @@ def test_a_history_shared_by_vllms_requests_keeps_its_output_and_copies_earlier_
 
 
 def test_sampled_requests_get_drafters_built_for_their_regime():
-    # vLLM 0.32 tells a custom proposer no request's sampling parameters: the worker extension links them
-    sampled = generate("adaptive", temperature=1.0)
+    # vLLM 0.32 tells a custom proposer no request's sampling parameters: the worker extension links them.
+    # Every offered draft sent whole: the default batch rule prices steps by their wall-clock time, so
+    # what it sends (and how much of it is accepted) varied from run to run (12 to 51 draft tokens)
+    sampled = generate("adaptive", temperature=1.0, batch_rule=False)
     assert set(sampled["regimes"]) == {"t1"} and sampled["regimes"]["t1"] >= 4  # one (or more) a request
     assert sampled["metrics"]["vllm:spec_decode_num_drafts"] > 0
     # vLLM 0.32's CPU worker divides the logits of every drafted position by unset memory when sampling,
-    # whichever proposer drafts: its output turns to odd tokens and ~1% of the draft tokens are accepted
-    # (1 of 206, 2 of 102). Mended (decoding/integrations/vllm_cpu.py), 15 of 61 were, about what vLLM's
-    # own measurements at temperature 1 report (~30%)
+    # whichever proposer drafts: its output turns to odd tokens and almost no draft token is accepted
+    # (0 of 35 here, 1 of 206 and 2 of 102 before). Mended (decoding/integrations/vllm_cpu.py), 10 of 64
+    # were, on the dev machine (vLLM's own measurements at temperature 1 report ~30%)
     metrics = sampled["metrics"]
-    assert metrics["vllm:spec_decode_num_accepted_tokens"] >= 0.1 * metrics["vllm:spec_decode_num_draft_tokens"]
+    assert metrics["vllm:spec_decode_num_accepted_tokens"] >= 0.05 * metrics["vllm:spec_decode_num_draft_tokens"]

@@ -1,12 +1,14 @@
 """Run vLLM on the embedded model, with or without our proposer, and print what it generated as JSON.
 
-    python tests/integrations/vllm_generate.py MODEL_DIR [DRAFTER_SPEC [PASSES [TEMPERATURE]]]
+    python tests/integrations/vllm_generate.py MODEL_DIR [DRAFTER_SPEC [PASSES [TEMPERATURE [BATCH_RULE]]]]
 
 With PASSES = 2 the same requests are served twice, one batch after the other (a drafter that keeps
 a history can copy the second batch's answers from the first's). With TEMPERATURE > 0 the requests
 sample (request i with seed i). With a drafter, the proposer is linked to the requests' sampling
 parameters (decoding.integrations.vllm_sampling.SamplingLink), and the result says for which regimes
-it built its drafters.
+it built its drafters. BATCH_RULE is the proposer's ``batch_rule`` setting as JSON (default: absent,
+the default rule, which prices the engine's steps by their wall-clock time, so what it sends varies
+from run to run; ``false`` sends every offered draft whole, the same drafts every run).
 
 A script of its own (not a test module): vLLM spawns its engine process, which must be started
 under ``if __name__ == "__main__"``.
@@ -35,7 +37,8 @@ TEXTS = [
 MAX_TOKENS = [96, 64, 80, 48]  # requests of different lengths, finishing at different times
 
 
-def main(model: str, drafter: str | None, passes: int = 1, temperature: float = 0.0) -> dict:
+def main(model: str, drafter: str | None, passes: int = 1, temperature: float = 0.0,
+         batch_rule: object = None) -> dict:
     from transformers import AutoTokenizer
     from vllm import LLM, SamplingParams
 
@@ -49,6 +52,8 @@ def main(model: str, drafter: str | None, passes: int = 1, temperature: float = 
         settings["speculative_config"] = {"method": "custom_class", "num_speculative_tokens": 5,
                                           "model": "decoding.integrations.vllm.DrafterProposer"}
         settings["additional_config"] = {"pld_lab": {"drafter": drafter}}
+        if batch_rule is not None:
+            settings["additional_config"]["pld_lab"]["batch_rule"] = batch_rule
         settings["worker_extension_cls"] = "decoding.integrations.vllm_sampling.SamplingLink"
     llm = LLM(**settings)
     if drafter:
@@ -69,5 +74,6 @@ def main(model: str, drafter: str | None, passes: int = 1, temperature: float = 
 
 if __name__ == "__main__":
     result = main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None,
-                  int(sys.argv[3]) if len(sys.argv) > 3 else 1, float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
+                  int(sys.argv[3]) if len(sys.argv) > 3 else 1, float(sys.argv[4]) if len(sys.argv) > 4 else 0.0,
+                  json.loads(sys.argv[5]) if len(sys.argv) > 5 else None)
     print("RESULT " + json.dumps(result, default=list))
