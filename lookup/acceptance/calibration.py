@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 #: how many expected hits of agreement the offset starts from: it moves once the evidence outweighs it
 STRENGTH = 2.0
@@ -51,6 +52,7 @@ class Calibration:
             raise ValueError(f"strength must be > 0 and decay in (0, 1], got {strength} and {decay}")
         self.strength, self.decay = float(strength), float(decay)
         self.clear()
+        without(np.full(1, 0.5), 0.0)  # compiled (or loaded from numba's cache) here, off the timed path
 
     def clear(self) -> None:
         """Forget every node (a new request)."""
@@ -80,7 +82,15 @@ def without(estimates: np.ndarray, offset: float) -> np.ndarray:
     """``estimates`` ([n] probabilities that ``offset`` was added to the log-odds of) as they were before
     it: ``sigmoid(logit(p) - offset)``, not clipped (the forward shift clips what it shifts, not what it
     returns, so this undoes it exactly up to float rounding).  # [n]"""
-    p = np.asarray(estimates, dtype=np.float64)
-    with np.errstate(divide="ignore"):
-        logit = np.log(p) - np.log1p(-p)  # +-inf at 1 and 0, which stay there
-    return 1.0 / (1.0 + np.exp(-(logit - offset)))
+    return _without(np.asarray(estimates, dtype=np.float64), float(offset))
+
+
+@njit(cache=True)
+def _without(p, offset):  # pragma: no cover - numba
+    out = np.empty(len(p))
+    for i in range(len(p)):
+        if p[i] >= 1.0 or p[i] <= 0.0:  # a logit of +-inf, which stays there
+            out[i] = 1.0 if p[i] >= 1.0 else 0.0
+        else:
+            out[i] = 1.0 / (1.0 + math.exp(-(math.log(p[i]) - math.log1p(-p[i]) - offset)))
+    return out

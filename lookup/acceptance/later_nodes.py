@@ -28,9 +28,10 @@ those counted); a base that copies from elsewhere gets estimates fitted on anoth
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
-from lookup.acceptance import first_token
+import numpy as np
+from numba import njit
 
 #: what :func:`features` returns per depth, in order; the last four read what the context says of a
 #: chain from the history (zero for a chain from the context, and where the context has no match)
@@ -38,6 +39,9 @@ FEATURES = ("log(1 + match length + depth)", "log(1 + depth)", "occurrences stil
             "share of them that agree", "share x occurrences", "only the draft's own occurrence",
             "context's occurrences still following", "share of them that agree", "none of them agree",
             "log(1 + context's match + depth)")
+_NO_CONTEXT = np.zeros(0, dtype=np.float64)
+
+
 def features(match_length: int, support: np.ndarray, agree: np.ndarray,
              context: tuple[int, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The model's inputs for depths 1..n-1 of a chain of n nodes copied after a match of
@@ -45,21 +49,9 @@ def features(match_length: int, support: np.ndarray, agree: np.ndarray,
     :class:`lookup.base.Agreement` holds them) and, for a chain
     from the history, ``context`` = (the context's own match length, support [n], agree [n]) as
     ``Evidence.other`` holds them (None: zeros).  # [n-1, F]"""
-    support = np.asarray(support[1:], dtype=np.float64)  # [n-1]
-    depth = np.arange(1, len(support) + 1, dtype=np.float64)  # [n-1]
-    x = np.zeros((len(support), len(FEATURES)))  # filled column by column: the drafter calls this every step
-    x[:, 0] = np.log1p(match_length + depth)
-    x[:, 1] = np.log1p(depth)
-    x[:, 2] = support
-    x[:, 3] = np.asarray(agree[1:], dtype=np.float64) / np.maximum(support, 1.0)
-    x[:, 4] = x[:, 3] * support
-    x[:, 5] = support == 1.0
-    if context is not None:
-        length, seen, agreeing = context
-        x[:, 6] = seen[1:]
-        x[:, 7] = np.asarray(agreeing[1:], dtype=np.float64) / np.maximum(x[:, 6], 1.0)
-        x[:, 8] = (x[:, 6] > 0) & (x[:, 7] == 0)
-        x[:, 9] = np.log1p(length + depth)
+    support, agree = _floats(support), _floats(agree)
+    x = np.zeros((max(len(support) - 1, 0), len(FEATURES)))
+    _fill(x, match_length, support, agree, *_context(context))
     return x
 
 
@@ -67,5 +59,71 @@ def probabilities(match_length: int, support: np.ndarray, agree: np.ndarray,
                   context: tuple[int, np.ndarray, np.ndarray] | None = None, *,
                   coefficients: np.ndarray, intercept: float) -> np.ndarray:
     """P(node d accepted | nodes before accepted) for d = 1..n-1, from :func:`features` and a fit
-    (``coefficients`` [F], ``intercept``).  # [n-1]"""
-    return first_token.probability(features(match_length, support, agree, context), coefficients, intercept)
+    (``coefficients`` [F], ``intercept``): one kernel, as the drafter calls it every step.  # [n-1]"""
+    if len(coefficients) != len(FEATURES):
+        raise ValueError(f"a later-nodes fit has {len(FEATURES)} coefficients, got {len(coefficients)}")
+    return _probabilities(match_length, _floats(support), _floats(agree), *_context(context),
+                          np.asarray(coefficients, dtype=np.float64), float(intercept))
+
+
+def _floats(values) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64)
+
+
+def _context(context: tuple[int, np.ndarray, np.ndarray] | None) -> tuple[int, np.ndarray, np.ndarray, bool]:
+    if context is None:
+        return 0, _NO_CONTEXT, _NO_CONTEXT, False
+    length, seen, agreeing = context
+    return int(length), _floats(seen), _floats(agreeing), True
+
+
+@njit(cache=True)
+def _fill(x, match_length, support, agree, context_length, seen, agreeing, has_context):  # pragma: no cover - numba
+    # row i is depth i + 1; the one definition of the features, for fitting and for estimating
+    for i in range(x.shape[0]):
+        depth = i + 1.0
+        s = support[i + 1]
+        share = agree[i + 1] / max(s, 1.0)
+        x[i, 0] = math.log1p(match_length + depth)
+        x[i, 1] = math.log1p(depth)
+        x[i, 2] = s
+        x[i, 3] = share
+        x[i, 4] = share * s
+        x[i, 5] = 1.0 if s == 1.0 else 0.0
+        if has_context:
+            c = seen[i + 1]
+            context_share = agreeing[i + 1] / max(c, 1.0)
+            x[i, 6] = c
+            x[i, 7] = context_share
+            x[i, 8] = 1.0 if c > 0 and context_share == 0 else 0.0
+            x[i, 9] = math.log1p(context_length + depth)
+
+
+@njit(cache=True)
+def _probabilities(match_length, support, agree, context_length, seen, agreeing, has_context, coefficients,
+                   intercept):  # pragma: no cover - numba
+    n = max(len(support) - 1, 0)
+    x = np.zeros((n, len(coefficients)))
+    _fill(x, match_length, support, agree, context_length, seen, agreeing, has_context)
+    out = np.empty(n)
+    for i in range(n):
+        z = 0.0
+        for j in range(len(coefficients)):
+            z += x[i, j] * coefficients[j]
+        out[i] = 1.0 / (1.0 + math.exp(-(z + intercept)))
+    return out
+
+
+_warmed = False
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the kernels once per process, off the timed path (the
+    board times proposals, not construction)."""
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True
+    probabilities(1, np.ones(2), np.ones(2), (1, np.ones(2), np.ones(2)), coefficients=np.zeros(len(FEATURES)),
+                  intercept=0.0)
+    probabilities(1, np.ones(2), np.ones(2), coefficients=np.zeros(len(FEATURES)), intercept=0.0)

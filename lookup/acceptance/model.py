@@ -40,6 +40,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from lookup.acceptance import first_token, later_nodes
+from lookup.acceptance.later_nodes import warm_up as warm_up_later_nodes
 from lookup.acceptance.calibration import Calibration, without
 from lookup.acceptance.tokens import TokenRates, adjusted
 from pldcore.fits import Fits, default_fits
@@ -144,6 +145,8 @@ class AcceptanceModel:
         self._depth = AcceptanceRates(prior, prior_strength, decay)
         # P(the rank-r child is right | its elder siblings are wrong), r >= 1 (index 0 unused): [R]
         self._ranks = DecayedRate(np.full(priors.max_rank, priors.rank), prior_strength, decay)
+        if later_nodes:
+            warm_up_later_nodes()  # its kernel compiled off the timed path
         self.tokens = TokenRates() if tokens else None
         self.calibration = Calibration() if calibrate else None
 
@@ -201,12 +204,11 @@ class AcceptanceModel:
         estimate = self._chain(row, evidence, n)
         if not len(estimate):
             return estimate
-        offsets = 0.0 if self.tokens is None or tokens is None else self.tokens.offsets(row.source, tokens[: len(estimate)])
-        if self.calibration is not None:
-            offsets = offsets + self.calibration.offset
-        if isinstance(offsets, float) and offsets == 0.0:  # nothing moves it: no clipping either
+        offsets = None if self.tokens is None or tokens is None else self.tokens.offsets(row.source, tokens[: len(estimate)])
+        shift = 0.0 if self.calibration is None else self.calibration.offset
+        if offsets is None and shift == 0.0:  # nothing moves it: no clipping either
             return estimate
-        return adjusted(estimate, offsets)
+        return adjusted(estimate, offsets, shift)
 
     def _chain(self, row: Row, evidence: Evidence | None, n: int) -> np.ndarray:
         estimate = self.rates(row)[:n]

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import math
+
 import numpy as np
+from numba import njit
 
 #: how many nodes of its kind a token's prior rate is worth
 STRENGTH = 2.0
@@ -41,7 +44,8 @@ class TokenRates:
     Kept from one request to the next when the acceptance statistics are (``adaptive:history=true``);
     cleared with them otherwise. Not decayed: a token is drafted too rarely for recent steps to say
     more than old ones. Each source numbers the tokens it has seen (a slot per token, slot 0 for
-    none), so that a chain's offsets are a few array operations, not a loop over its nodes.
+    none, looked up in an array indexed by token id), so that a chain's offsets are one kernel, not a
+    loop of Python over its nodes.
     """
 
     def __init__(self, strength: float = STRENGTH, beta: float = BETA) -> None:
@@ -49,11 +53,14 @@ class TokenRates:
             raise ValueError(f"strength must be > 0, got {strength}")
         self.strength, self.beta = float(strength), float(beta)
         self.clear()
+        warm_up()
 
     def clear(self) -> None:
         """Forget every token seen."""
         sources = len(PRIOR)
-        self._slots: list[dict[int, int]] = [{} for _ in range(sources)]  # per source: token id -> slot >= 1
+        #: per source: token id -> slot >= 1 (0: not seen; ids past the end are not seen either)
+        self._slot_of = [np.zeros(0, dtype=np.int64) for _ in range(sources)]
+        self._used = [0] * sources  # slots taken per source
         self._tries = np.zeros((sources, 2, 64))  # [S, kind, slots] kind 0 = first node, 1 = later
         self._hits = np.zeros((sources, 2, 64))  # [S, kind, slots]
         #: per source and kind: tries and hits of every node of that kind, a prior node included  # [S, 2]
@@ -63,17 +70,8 @@ class TokenRates:
     def offsets(self, source: int, tokens: Sequence[int]) -> np.ndarray:
         """Log-odds to add to the estimate of each node holding ``tokens`` ([n] ids, a chain from
         ``source``, an index of SOURCES): zero for a token not seen yet as a node of its kind.  # [n]"""
-        n = len(tokens)
-        index = self._slots[source]
-        ids = tokens.tolist() if isinstance(tokens, np.ndarray) else tokens
-        slots = np.array([index.get(t, 0) for t in ids], dtype=np.int64)  # [n]
-        kinds = _kinds(n)  # [n]
-        tries, hits = self._tries[source][kinds, slots], self._hits[source][kinds, slots]  # [n]
-        g = self._all_hits[source] / self._all_tries[source]  # [2] the rate of each kind of node
-        prior = (self.strength * g)[kinds]
-        rate = (hits + prior) / (tries + self.strength)  # in (0, 1): g is, and the prior weighs in
-        offset = np.log(rate / (1.0 - rate)) - np.log(g / (1.0 - g))[kinds]
-        return np.where(tries > 0, self.beta * offset, 0.0)
+        return _offsets(np.asarray(tokens, dtype=np.int64), self._slot_of[source], self._tries[source],
+                        self._hits[source], self._all_tries[source], self._all_hits[source], self.strength, self.beta)
 
     def learn(self, source: int, tokens: Sequence[int], tried: int, hits: int) -> None:
         """A chain from ``source`` whose nodes ``0..tried-1`` were checked and ``0..hits-1`` right."""
@@ -81,47 +79,122 @@ class TokenRates:
         if m <= 0:
             return
         hits = min(hits, m)
-        ids = tokens[:m].tolist() if isinstance(tokens, np.ndarray) else list(tokens[:m])
-        slots = np.array([self._slot(source, t) for t in ids], dtype=np.int64)  # [m]
-        kinds = _kinds(m)  # [m]
-        # a slot appears once per kind but for a token repeated in the chain: add.at counts each
-        np.add.at(self._tries[source], (kinds, slots), 1.0)
-        np.add.at(self._hits[source], (kinds, slots), (np.arange(m) < hits).astype(np.float64))
+        ids = np.asarray(tokens[:m], dtype=np.int64)
+        self._number(source, ids)
+        _count(ids, self._slot_of[source], self._tries[source], self._hits[source], hits)
         self._all_tries[source] += (1.0, m - 1.0)
         self._all_hits[source] += (float(hits > 0), max(hits - 1, 0.0))
 
-    def _slot(self, source: int, token: int) -> int:
-        """``token``'s slot in ``source``'s arrays: its own, or a new one (the arrays grown when full)."""
-        index = self._slots[source]
-        if token in index:
-            return index[token]
-        slot = index[token] = len(index) + 1
-        if slot >= self._tries.shape[-1]:  # room for twice as many tokens
-            more = self._tries.shape[-1]
-            self._tries = np.pad(self._tries, ((0, 0), (0, 0), (0, more)))
-            self._hits = np.pad(self._hits, ((0, 0), (0, 0), (0, more)))
-        return slot
-
     def learn_node(self, source: int, depth: int, token: int, hit: bool) -> None:
         """One node at ``depth`` holding ``token`` was checked (the nodes before it right)."""
-        slot = self._slot(source, token)
-        kind = 0 if depth == 0 else 1
+        self._number(source, np.array([token], dtype=np.int64))
+        slot, kind = self._slot_of[source][token], 0 if depth == 0 else 1
         self._tries[source, kind, slot] += 1.0
         self._hits[source, kind, slot] += float(hit)
         self._all_tries[source, kind] += 1.0
         self._all_hits[source, kind] += float(hit)
 
+    def _number(self, source: int, ids: np.ndarray) -> None:
+        """Give each of ``ids`` ([m] >= 0) not seen yet by ``source`` a slot of its own, growing the
+        arrays first where they are too small (to twice their size at least)."""
+        used = _numbered(ids, self._slot_of[source], self._used[source], self._tries.shape[-1])
+        if used == _NEGATIVE:
+            raise ValueError(f"token ids are >= 0, got {int(ids.min())}")
+        if used == _NO_ROOM:
+            slot_of = self._slot_of[source]
+            top = int(ids.max())
+            if top >= len(slot_of):
+                grown = np.zeros(max(2 * len(slot_of), top + 1), dtype=np.int64)
+                grown[: len(slot_of)] = slot_of
+                self._slot_of[source] = grown
+            room = self._tries.shape[-1]
+            if self._used[source] + len(ids) >= room:
+                more = max(room, self._used[source] + len(ids) + 1 - room)
+                self._tries = np.pad(self._tries, ((0, 0), (0, 0), (0, more)))
+                self._hits = np.pad(self._hits, ((0, 0), (0, 0), (0, more)))
+            used = _numbered(ids, self._slot_of[source], self._used[source], self._tries.shape[-1])
+        self._used[source] = used
 
-#: a node's kind by depth: 0 the first node, 1 a later one
-_KIND_OF = np.minimum(np.arange(64), 1)
+
+#: what :func:`_numbered` returns instead of the slots taken
+_NEGATIVE, _NO_ROOM = -1, -2
 
 
-def _kinds(n: int) -> np.ndarray:
-    """The kinds of a chain's first ``n`` nodes.  # [n]"""
-    return _KIND_OF[:n] if n <= len(_KIND_OF) else np.minimum(np.arange(n), 1)
+@njit(cache=True)
+def _offsets(ids, slot_of, tries, hits, all_tries, all_hits, strength, beta):  # pragma: no cover - numba
+    out = np.zeros(len(ids))
+    for i in range(len(ids)):
+        token = ids[i]
+        slot = slot_of[token] if 0 <= token < len(slot_of) else 0
+        kind = 0 if i == 0 else 1
+        if slot == 0 or tries[kind, slot] <= 0:  # not seen as a node of its kind: no offset
+            continue
+        g = all_hits[kind] / all_tries[kind]  # the rate of every node of its kind
+        rate = (hits[kind, slot] + strength * g) / (tries[kind, slot] + strength)  # in (0, 1): g is
+        out[i] = beta * (math.log(rate / (1.0 - rate)) - math.log(g / (1.0 - g)))
+    return out
 
 
-def adjusted(estimate: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """``estimate`` ([n] probabilities) moved by ``offsets`` ([n] log-odds).  # [n]"""
-    p = np.clip(np.asarray(estimate, dtype=np.float64), 1e-4, 1.0 - 1e-4)
-    return 1.0 / (1.0 + np.exp(-(np.log(p / (1.0 - p)) + offsets)))
+@njit(cache=True)
+def _count(ids, slot_of, tries, hits, right):  # pragma: no cover - numba
+    for i in range(len(ids)):  # a token repeated in the chain counts each time
+        kind = 0 if i == 0 else 1
+        tries[kind, slot_of[ids[i]]] += 1.0
+        hits[kind, slot_of[ids[i]]] += 1.0 if i < right else 0.0
+
+
+@njit(cache=True)
+def _numbered(ids, slot_of, used, room):  # pragma: no cover - numba
+    # nothing is numbered unless every id fits: the slots taken, or why not
+    for token in ids:
+        if token < 0:
+            return _NEGATIVE
+    for token in ids:
+        if token >= len(slot_of) or used + len(ids) >= room:
+            return _NO_ROOM
+    for token in ids:
+        if slot_of[token] == 0:
+            used += 1
+            slot_of[token] = used
+    return used
+
+
+@njit(cache=True)
+def _adjusted(estimate, offsets, shift):  # pragma: no cover - numba
+    out = np.empty(len(estimate))
+    for i in range(len(estimate)):
+        p = min(max(estimate[i], 1e-4), 1.0 - 1e-4)
+        move = (offsets[i] if len(offsets) else 0.0) + shift
+        out[i] = 1.0 / (1.0 + math.exp(-(math.log(p / (1.0 - p)) + move)))
+    return out
+
+
+_NONE = np.zeros(0)
+_warmed = False
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the kernels once per process, off the timed path (the
+    board times proposals, not construction)."""
+    global _warmed
+    if not _warmed:
+        rates = TokenRates.__new__(TokenRates)
+        rates.strength, rates.beta = STRENGTH, BETA
+        rates.clear()
+        rates.learn(0, [1, 2], 2, 1)
+        rates.offsets(0, [1, 2, 3])
+        adjusted(np.full(2, 0.5), np.zeros(2), 0.1)
+        _warmed = True
+
+
+def adjusted(estimate: np.ndarray, offsets: np.ndarray | float | None, shift: float = 0.0) -> np.ndarray:
+    """``estimate`` ([n] probabilities, clipped to [1e-4, 1 - 1e-4]) moved by ``offsets`` ([n] log-odds
+    per node, one for all, or None) plus ``shift`` (log-odds on every node).  # [n]"""
+    estimate = np.asarray(estimate, dtype=np.float64)
+    if offsets is None:
+        offsets = _NONE
+    elif np.ndim(offsets) == 0:
+        offsets, shift = _NONE, float(offsets) + shift
+    elif len(offsets) != len(estimate):
+        raise ValueError(f"{len(offsets)} offsets for {len(estimate)} estimates")
+    return _adjusted(estimate, np.asarray(offsets, dtype=np.float64), float(shift))

@@ -28,6 +28,25 @@ steps = st.lists(st.tuples(st.integers(0, 1), st.lists(st.integers(0, 5), min_si
 
 @given(steps, st.integers(0, 1), st.lists(st.integers(0, 6), min_size=1, max_size=6))
 def test_offsets_are_each_tokens_smoothed_log_odds_against_its_kinds(history, source, asked):
+    check_offsets(history, source, asked)
+
+
+# token ids anywhere in a large vocabulary, and more distinct ones than the arrays start with room for
+wide = st.integers(0, 300_000)
+many_steps = st.lists(st.tuples(st.integers(0, 1), st.lists(wide, min_size=1, max_size=12),
+                                st.integers(0, 12), st.integers(0, 12)), min_size=1, max_size=40)
+
+
+@given(many_steps, st.integers(0, 1), st.lists(wide, min_size=1, max_size=6), st.data())
+def test_offsets_hold_for_any_token_id_as_the_arrays_grow(history, source, asked, data):
+    # ask for tokens seen too, not only fresh ones
+    seen = [t for _, chain, _, _ in history for t in chain]
+    asked = [data.draw(st.sampled_from(seen)) if i % 2 else t for i, t in enumerate(asked)]
+    check_offsets(history, source, asked)
+
+
+def check_offsets(history, source, asked):
+    """TokenRates after ``history`` against a brute-force count of the same steps."""
     rates = TokenRates()
     counts: dict[tuple, list[float]] = {}  # (source, kind, token) -> [tries, hits]
     kinds = {(s, k): [1.0, PRIOR[s][k]] for s in (0, 1) for k in (0, 1)}
@@ -67,11 +86,22 @@ def test_a_token_that_breaks_copies_is_trusted_less_and_one_that_holds_more():
     assert rates.offsets(0, [7, 8, 9]).tolist() == [0.0, 0.0, 0.0]
 
 
+def test_a_negative_token_id_is_refused():
+    with pytest.raises(ValueError, match="token ids"):
+        TokenRates().learn(0, [3, -1], 2, 1)
+
+
 def test_adjusted_adds_log_odds():
-    estimate = np.array([0.2, 0.5, 0.9])
-    offsets = np.array([0.0, 1.0, -2.0])
+    estimate = np.array([0.2, 0.5, 0.9, 1.0])
+    offsets = np.array([0.0, 1.0, -2.0, 0.0])
     expected = [1 / (1 + math.exp(-(logit(p) + o))) for p, o in zip(estimate, offsets)]
     assert adjusted(estimate, offsets) == pytest.approx(expected)
+    shifted = [1 / (1 + math.exp(-(logit(p) + o + 0.5))) for p, o in zip(estimate, offsets)]
+    assert adjusted(estimate, offsets, 0.5) == pytest.approx(shifted)  # per node, plus one shift for all
+    assert adjusted(estimate, None, 0.5).tolist() == adjusted(estimate, 0.5).tolist() == pytest.approx(
+        [1 / (1 + math.exp(-(logit(p) + 0.5))) for p in estimate])
+    with pytest.raises(ValueError, match="offsets"):
+        adjusted(estimate, offsets[:2])
 
 
 def test_the_model_moves_a_chain_by_its_tokens_and_learns_them_from_its_verdicts():
