@@ -77,9 +77,10 @@ class Draft:
         """Why this draft is malformed (tree structure), or None when it is well-formed."""
         if self.parents is None:
             return None
-        for i, p in enumerate(self.parents):
-            if p < -1 or p >= i:
-                return f"node {i} has parent {p}; parents must be -1 or an earlier node"
+        bad = np.flatnonzero((self.parents < -1) | (self.parents >= np.arange(len(self.parents))))
+        if len(bad):
+            i = int(bad[0])
+            return f"node {i} has parent {int(self.parents[i])}; parents must be -1 or an earlier node"
         return None
 
 

@@ -36,6 +36,7 @@ so ``width`` is at most 8.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Sequence
 
 import numpy as np
@@ -47,6 +48,8 @@ from lookup.acceptance.learner import BUCKET_EDGES, AcceptanceRates, match_bucke
 from lookup.acceptance.model import PRIORS
 from lookup.acceptance.planner import best_cut, forward_costs
 from lookup.acceptance.rates import DecayedRate
+from lookup.drafters.recycling_steps import remember_rows, score_rows, walk
+from lookup.drafters.recycling_steps import warm_up as warm_up_steps
 from lookup.drafters.recycling_tree import best_first_tree
 from lookup.registry import create, register
 
@@ -180,6 +183,7 @@ class RecyclingDrafter(Drafter):
         self._ranks = DecayedRate(rank_prior, PRIOR_STRENGTH, decay)
         # P(the lookup tree's sibling of rank r is right | its parent right), r >= 1 (index r - 1): [S]
         self._siblings = DecayedRate(np.full(MAX_SIBLINGS, PRIOR_SIBLING), PRIOR_STRENGTH, decay)
+        warm_up_steps()  # the kernels compiled off the timed path
         self.reset([])
 
     # -- the Drafter interface ---------------------------------------------------------------
@@ -212,26 +216,19 @@ class RecyclingDrafter(Drafter):
     def observe_top(self, tokens: np.ndarray, top: np.ndarray, probs: np.ndarray) -> None:
         """Remember the target's top ids after each token; a later occurrence replaces an earlier."""
         tokens = np.asarray(tokens, dtype=np.int64)
-        top = np.asarray(top)[:, : self.width]
         if not len(tokens):
             return
+        top = np.ascontiguousarray(np.asarray(top)[:, : self.width], dtype=np.int64)
         need = int(tokens.max()) + 1
         if need > len(self._slot):  # grow by doubling: tokens arrive a few at a time
             slot = np.full(max(need, 2 * len(self._slot), 1024), -1, dtype=np.int32)
             slot[: len(self._slot)] = self._slot
             self._slot = slot
-        # the last occurrence of each token wins (fancy assignment with repeats leaves it unspecified)
-        last = len(tokens) - 1 - np.unique(tokens[::-1], return_index=True)[1]
-        ids = tokens[last]
-        new = ids[self._slot[ids] < 0]
-        if len(new):  # rows for tokens seen for the first time, the row table grown by doubling
-            if self._n_rows + len(new) > len(self._rows):
-                rows = np.full((max(self._n_rows + len(new), 2 * len(self._rows), 256), self.width), -1, dtype=np.int64)
-                rows[: self._n_rows] = self._rows[: self._n_rows]  # -1: past a row narrower than width
-                self._rows = rows
-            self._slot[new] = np.arange(self._n_rows, self._n_rows + len(new), dtype=np.int32)
-            self._n_rows += len(new)
-        self._rows[self._slot[ids], : top.shape[1]] = top[last]
+        if self._n_rows + len(tokens) > len(self._rows):  # room for a row per token, the table grown by doubling
+            rows = np.full((max(self._n_rows + len(tokens), 2 * len(self._rows), 256), self.width), -1, dtype=np.int64)
+            rows[: self._n_rows] = self._rows[: self._n_rows]  # -1: past a row narrower than width
+            self._rows = rows
+        self._n_rows = remember_rows(tokens, top, self._slot, self._rows, self._n_rows)
 
     def row_of(self, token: int) -> np.ndarray | None:
         """The target's top ids after ``token`` in its most recent context (None: not seen yet).  # [width]"""
@@ -272,35 +269,15 @@ class RecyclingDrafter(Drafter):
         self._siblings.age()
         # walk the lookup draft down the committed tokens: at each node reached, its first child is a
         # trial of the chain's acceptance at that depth, each other child one of its sibling rank
-        kids = _children(found)
-        drafted = found.tokens.tolist()
-        node = -1
-        firsts: list[bool] = []  # per depth reached: whether the node's first child was right
-        for token in new:
-            below = kids.get(node)
-            if not below:
-                break
-            hit = next((r for r, child in enumerate(below) if drafted[child] == token), None)
-            firsts.append(hit == 0)
-            if len(below) > 1:
-                self._siblings.trials[: min(len(below), MAX_SIBLINGS + 1) - 1] += 1
-            if hit is None:
-                break
-            if hit > 0:
-                self._siblings.hits[min(hit, MAX_SIBLINGS) - 1] += 1
-            node = below[hit]
-        self._chain.learn_walk(bucket, firsts)  # nodes deeper than MAX_DEPTH read the last depth's rate
+        committed = np.asarray(new, dtype=np.int64)
+        parents = np.arange(-1, len(found) - 1, dtype=np.int32) if found.parents is None else found.parents
+        firsts = np.zeros(len(committed))  # per depth reached: whether the node's first child was right
+        depths = walk(parents, found.tokens, committed, firsts, self._siblings.trials, self._siblings.hits,
+                      MAX_SIBLINGS)
+        self._chain.learn_walk(bucket, firsts[:depths])  # nodes deeper than MAX_DEPTH read the last depth's rate
         # each committed token checks the row of the token before it (rows as they were at propose),
         # all at once: a GPU track commits dozens of tokens a step
-        # [len(new)] the token before each committed one (none when nothing was committed)
-        before = np.array([last, *new[:-1]], dtype=np.int64)[: len(new)]
-        known = (before >= 0) & (before < len(self._slot))
-        known[known] = self._slot[before[known]] >= 0
-        if known.any():
-            rows = self._rows[self._slot[before[known]]]  # [k, width]; -1 past a narrower row: never a token
-            same = rows == np.asarray(new, dtype=np.int64)[known, None]
-            self._ranks.trials += int(known.sum())
-            np.add.at(self._ranks.hits, same.argmax(axis=1)[same.any(axis=1)], 1)
+        self._ranks.trials += score_rows(last, committed, self._slot, self._rows, self._ranks.hits)
 
     # -- the tree --------------------------------------------------------------------------
     def bucket(self) -> tuple[int, int]:
@@ -365,19 +342,10 @@ class RecyclingDrafter(Drafter):
 
 def _row_of(match: int | None) -> tuple[int, int]:
     """The statistics' row of a match of ``match`` tokens (None: unknown): (long level, bucket)."""
-    return int(np.searchsorted(LONG_EDGES, 0 if match is None else match, side="right")), match_bucket(match)
+    return bisect_right(LONG_EDGES, 0 if match is None else match), match_bucket(match)
 
 
 def _shortest_match(bucket: tuple[int, int]) -> int:
     """The shortest match length of statistics row ``bucket`` (long level, match-length bucket)."""
     level, b = bucket
     return LONG_EDGES[level - 1] if level > 0 else (0, *BUCKET_EDGES)[b]
-
-
-def _children(draft: Draft) -> dict[int, list[int]]:
-    """Each node's children in ``draft``, in order (-1: the root's)."""
-    kids: dict[int, list[int]] = {}
-    parents = np.arange(-1, len(draft) - 1) if draft.parents is None else draft.parents
-    for i, parent in enumerate(parents.tolist()):
-        kids.setdefault(parent, []).append(i)
-    return kids
