@@ -33,6 +33,8 @@ import math
 import numpy as np
 from numba import njit
 
+from lookup.arrays import kernel_array
+
 #: how many expected hits of agreement the offset starts from: it moves once the evidence outweighs it
 STRENGTH = 2.0
 #: weight kept by past nodes per step: slow, so that the offset is the sequence's, not the last steps'
@@ -82,7 +84,7 @@ def without(estimates: np.ndarray, offset: float) -> np.ndarray:
     """``estimates`` ([n] probabilities that ``offset`` was added to the log-odds of) as they were before
     it: ``sigmoid(logit(p) - offset)``, not clipped (the forward shift clips what it shifts, not what it
     returns, so this undoes it exactly up to float rounding).  # [n]"""
-    return _without(np.asarray(estimates, dtype=np.float64), float(offset))
+    return _without(kernel_array(estimates, np.float64), float(offset))
 
 
 @njit(cache=True)

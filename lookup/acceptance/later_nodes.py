@@ -33,6 +33,8 @@ import math
 import numpy as np
 from numba import njit
 
+from lookup.arrays import kernel_array
+
 #: what :func:`features` returns per depth, in order; the last four read what the context says of a
 #: chain from the history (zero for a chain from the context, and where the context has no match)
 FEATURES = ("log(1 + match length + depth)", "log(1 + depth)", "occurrences still following",
@@ -63,11 +65,11 @@ def probabilities(match_length: int, support: np.ndarray, agree: np.ndarray,
     if len(coefficients) != len(FEATURES):
         raise ValueError(f"a later-nodes fit has {len(FEATURES)} coefficients, got {len(coefficients)}")
     return _probabilities(match_length, _floats(support), _floats(agree), *_context(context),
-                          np.asarray(coefficients, dtype=np.float64), float(intercept))
+                          kernel_array(coefficients, np.float64), float(intercept))
 
 
 def _floats(values) -> np.ndarray:
-    return np.asarray(values, dtype=np.float64)
+    return kernel_array(values, np.float64)
 
 
 def _context(context: tuple[int, np.ndarray, np.ndarray] | None) -> tuple[int, np.ndarray, np.ndarray, bool]:

@@ -28,6 +28,8 @@ import math
 import numpy as np
 from numba import njit
 
+from lookup.arrays import kernel_array
+
 #: how many nodes of its kind a token's prior rate is worth
 STRENGTH = 2.0
 #: how much of a token's log-odds against its kind's the estimates take (a shrinkage: the counts
@@ -70,7 +72,7 @@ class TokenRates:
     def offsets(self, source: int, tokens: Sequence[int]) -> np.ndarray:
         """Log-odds to add to the estimate of each node holding ``tokens`` ([n] ids, a chain from
         ``source``, an index of SOURCES): zero for a token not seen yet as a node of its kind.  # [n]"""
-        return _offsets(np.asarray(tokens, dtype=np.int64), self._slot_of[source], self._tries[source],
+        return _offsets(kernel_array(tokens, np.int64), self._slot_of[source], self._tries[source],
                         self._hits[source], self._all_tries[source], self._all_hits[source], self.strength, self.beta)
 
     def learn(self, source: int, tokens: Sequence[int], tried: int, hits: int) -> None:
@@ -79,7 +81,7 @@ class TokenRates:
         if m <= 0:
             return
         hits = min(hits, m)
-        ids = np.asarray(tokens[:m], dtype=np.int64)
+        ids = kernel_array(tokens[:m], np.int64)
         self._number(source, ids)
         _count(ids, self._slot_of[source], self._tries[source], self._hits[source], hits)
         self._all_tries[source] += (1.0, m - 1.0)
@@ -190,11 +192,11 @@ def warm_up() -> None:
 def adjusted(estimate: np.ndarray, offsets: np.ndarray | float | None, shift: float = 0.0) -> np.ndarray:
     """``estimate`` ([n] probabilities, clipped to [1e-4, 1 - 1e-4]) moved by ``offsets`` ([n] log-odds
     per node, one for all, or None) plus ``shift`` (log-odds on every node).  # [n]"""
-    estimate = np.asarray(estimate, dtype=np.float64)
+    estimate = kernel_array(estimate, np.float64)
     if offsets is None:
         offsets = _NONE
     elif np.ndim(offsets) == 0:
         offsets, shift = _NONE, float(offsets) + shift
     elif len(offsets) != len(estimate):
         raise ValueError(f"{len(offsets)} offsets for {len(estimate)} estimates")
-    return _adjusted(estimate, np.asarray(offsets, dtype=np.float64), float(shift))
+    return _adjusted(estimate, kernel_array(offsets, np.float64), float(shift))

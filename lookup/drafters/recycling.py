@@ -41,6 +41,7 @@ from typing import Sequence
 
 import numpy as np
 
+from lookup.arrays import kernel_array
 from lookup.base import EMPTY_DRAFT, MAX_TOP, Draft, Drafter
 from lookup.params import require_bool
 from pldcore.setting import Setting
@@ -215,10 +216,10 @@ class RecyclingDrafter(Drafter):
 
     def observe_top(self, tokens: np.ndarray, top: np.ndarray, probs: np.ndarray) -> None:
         """Remember the target's top ids after each token; a later occurrence replaces an earlier."""
-        tokens = np.asarray(tokens, dtype=np.int64)
+        tokens = kernel_array(tokens, np.int64)
         if not len(tokens):
             return
-        top = np.ascontiguousarray(np.asarray(top)[:, : self.width], dtype=np.int64)
+        top = kernel_array(np.asarray(top)[:, : self.width], np.int64)
         need = int(tokens.max()) + 1
         if need > len(self._slot):  # grow by doubling: tokens arrive a few at a time
             slot = np.full(max(need, 2 * len(self._slot), 1024), -1, dtype=np.int32)
@@ -269,10 +270,10 @@ class RecyclingDrafter(Drafter):
         self._siblings.age()
         # walk the lookup draft down the committed tokens: at each node reached, its first child is a
         # trial of the chain's acceptance at that depth, each other child one of its sibling rank
-        committed = np.asarray(new, dtype=np.int64)
+        committed = kernel_array(new, np.int64)
         parents = np.arange(-1, len(found) - 1, dtype=np.int32) if found.parents is None else found.parents
         firsts = np.zeros(len(committed))  # per depth reached: whether the node's first child was right
-        depths = walk(parents, found.tokens, committed, firsts, self._siblings.trials, self._siblings.hits,
+        depths = walk(kernel_array(parents, np.int32), kernel_array(found.tokens, np.int64), committed, firsts, self._siblings.trials, self._siblings.hits,
                       MAX_SIBLINGS)
         self._chain.learn_walk(bucket, firsts[:depths])  # nodes deeper than MAX_DEPTH read the last depth's rate
         # each committed token checks the row of the token before it (rows as they were at propose),
