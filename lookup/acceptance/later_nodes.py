@@ -51,9 +51,9 @@ def features(match_length: int, support: np.ndarray, agree: np.ndarray,
     :class:`lookup.base.Agreement` holds them) and, for a chain
     from the history, ``context`` = (the context's own match length, support [n], agree [n]) as
     ``Evidence.other`` holds them (None: zeros).  # [n-1, F]"""
-    support, agree = _floats(support), _floats(agree)
-    x = np.zeros((max(len(support) - 1, 0), len(FEATURES)))
-    _fill(x, match_length, support, agree, *_context(context))
+    inputs = _inputs(support, agree, context)
+    x = np.zeros((max(len(inputs[0]) - 1, 0), len(FEATURES)))
+    _fill(x, match_length, *inputs)
     return x
 
 
@@ -64,19 +64,28 @@ def probabilities(match_length: int, support: np.ndarray, agree: np.ndarray,
     (``coefficients`` [F], ``intercept``): one kernel, as the drafter calls it every step.  # [n-1]"""
     if len(coefficients) != len(FEATURES):
         raise ValueError(f"a later-nodes fit has {len(FEATURES)} coefficients, got {len(coefficients)}")
-    return _probabilities(match_length, _floats(support), _floats(agree), *_context(context),
-                          kernel_array(coefficients, np.float64), float(intercept))
+    return _probabilities(match_length, *_inputs(support, agree, context), kernel_array(coefficients, np.float64),
+                          float(intercept))
 
 
 def _floats(values) -> np.ndarray:
     return kernel_array(values, np.float64)
 
 
-def _context(context: tuple[int, np.ndarray, np.ndarray] | None) -> tuple[int, np.ndarray, np.ndarray, bool]:
+def _inputs(support, agree, context: tuple[int, np.ndarray, np.ndarray] | None) -> tuple:
+    """The kernels' arguments after the match length: (support, agree, the context's match length,
+    support and agree, whether a context is given), each array with an entry per node (the kernels
+    read them unchecked)."""
+    support, agree = _floats(support), _floats(agree)
+    n = len(support)
     if context is None:
-        return 0, _NO_CONTEXT, _NO_CONTEXT, False
-    length, seen, agreeing = context
-    return int(length), _floats(seen), _floats(agreeing), True
+        seen, agreeing, length = _NO_CONTEXT, _NO_CONTEXT, 0
+    else:
+        length, seen, agreeing = int(context[0]), _floats(context[1]), _floats(context[2])
+    if len(agree) < n or (context is not None and min(len(seen), len(agreeing)) < n):
+        raise ValueError(f"agree and the context's support and agree need an entry per node ({n}), got "
+                         f"{len(agree)}, {len(seen)} and {len(agreeing)}")
+    return support, agree, length, seen, agreeing, context is not None
 
 
 @njit(cache=True)

@@ -43,6 +43,7 @@ from lookup.acceptance import first_token, later_nodes
 from lookup.acceptance.later_nodes import warm_up as warm_up_later_nodes
 from lookup.acceptance.calibration import Calibration, without
 from lookup.acceptance.tokens import TokenRates, adjusted
+from lookup.acceptance.tokens import warm_up as warm_up_tokens
 from pldcore.fits import Fits, default_fits
 from lookup.acceptance.learner import BUCKET_EDGES, UNKNOWN_MATCH, AcceptanceRates, match_bucket
 from lookup.acceptance.rates import DecayedRate
@@ -149,6 +150,8 @@ class AcceptanceModel:
             warm_up_later_nodes()  # its kernel compiled off the timed path
         self.tokens = TokenRates() if tokens else None
         self.calibration = Calibration() if calibrate else None
+        if calibrate:
+            warm_up_tokens()  # the shift's kernel (tokens.adjusted), compiled off the timed path without token rates too
 
     # -- which statistics ----------------------------------------------------------------------
     def row(self, source: str, match_length: int | None) -> Row:

@@ -220,6 +220,8 @@ class RecyclingDrafter(Drafter):
         if not len(tokens):
             return
         top = kernel_array(np.asarray(top)[:, : self.width], np.int64)
+        if len(top) != len(tokens):  # the kernel reads a row per token, unchecked
+            raise ValueError(f"observe_top: {len(top)} rows of top ids for {len(tokens)} tokens")
         need = int(tokens.max()) + 1
         if need > len(self._slot):  # grow by doubling: tokens arrive a few at a time
             slot = np.full(max(need, 2 * len(self._slot), 1024), -1, dtype=np.int32)

@@ -173,3 +173,16 @@ def test_a_caller_that_plans_on_its_own_still_calibrates():
     drafter.extend(text[12:13])
     drafter.observe(draft, 0)
     assert drafter.model.calibration.expected > 0
+
+
+def test_a_model_that_calibrates_compiles_the_shift_when_built_without_token_rates_too(monkeypatch):
+    # the shift's kernel (tokens.adjusted) is first called in a timed propose once the offset moves
+    import lookup.acceptance.model as model_module
+
+    calls = []
+    monkeypatch.setattr(model_module, "warm_up_tokens", lambda: calls.append(1))
+    AcceptanceModel(first_node=False, later_nodes=False, tokens=False, calibrate=True)
+    assert calls
+    calls.clear()
+    AcceptanceModel(first_node=False, later_nodes=False, tokens=False, calibrate=False)
+    assert not calls

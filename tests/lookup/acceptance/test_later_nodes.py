@@ -59,3 +59,12 @@ def test_a_history_node_is_likelier_where_the_context_agrees():
                                                coefficients=coefficients, intercept=intercept)[0])
 
     assert at_depth_one(3, 3) > at_depth_one(3, 1) > at_depth_one(3, 0)
+
+
+def test_inputs_shorter_than_the_chain_are_refused_not_read_past():
+    support, agree = np.array([4, 3, 2]), np.array([4, 2, 1])
+    with pytest.raises(ValueError, match="an entry per node"):
+        later_nodes.features(3, support, agree[:2])
+    with pytest.raises(ValueError, match="an entry per node"):
+        later_nodes.probabilities(3, support, agree, (2, np.array([1, 1]), np.array([1, 1, 1])),
+                                  coefficients=COEFFICIENTS, intercept=INTERCEPT)

@@ -384,3 +384,9 @@ def test_where_nodes_are_free_a_likely_chain_takes_the_whole_budget_and_no_row_o
     draft = d.propose(63)
     chain = draft.tokens.tolist() == list(range(100, 163)) and draft.parents.tolist() == list(range(-1, 62))
     assert chain == (match >= 12)  # after 5 tokens the chain is less sure, and the row's first token is worth a node
+
+
+def test_top_ids_must_come_a_row_per_token():
+    drafter = RecyclingDrafter(setting=reference_setting())
+    with pytest.raises(ValueError, match="rows of top ids"):
+        drafter.observe_top(np.array([1, 2, 3]), np.zeros((2, 8), dtype=np.int64), np.zeros((2, 8)))
