@@ -28,6 +28,7 @@ cross-fitted (``docs/acceptance.md`` gives the replays and what it changes held 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -54,7 +55,7 @@ class Calibration:
             raise ValueError(f"strength must be > 0 and decay in (0, 1], got {strength} and {decay}")
         self.strength, self.decay = float(strength), float(decay)
         self.clear()
-        without(np.full(1, 0.5), 0.0)  # compiled (or loaded from numba's cache) here, off the timed path
+        warm_up()
 
     def clear(self) -> None:
         """Forget every node (a new request)."""
@@ -85,6 +86,12 @@ def without(estimates: np.ndarray, offset: float) -> np.ndarray:
     it: ``sigmoid(logit(p) - offset)``, not clipped (the forward shift clips what it shifts, not what it
     returns, so this undoes it exactly up to float rounding).  # [n]"""
     return _without(kernel_array(estimates, np.float64), float(offset))
+
+
+@functools.cache
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the kernel once per process, off the timed path."""
+    without(np.full(1, 0.5), 0.0)
 
 
 @njit(cache=True)

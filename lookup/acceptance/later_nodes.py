@@ -28,6 +28,7 @@ those counted); a base that copies from elsewhere gets estimates fitted on anoth
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -125,16 +126,10 @@ def _probabilities(match_length, support, agree, context_length, seen, agreeing,
     return out
 
 
-_warmed = False
-
-
+@functools.cache
 def warm_up() -> None:
     """Compile (or load from numba's cache) the kernels once per process, off the timed path (the
     board times proposals, not construction)."""
-    global _warmed
-    if _warmed:
-        return
-    _warmed = True
     probabilities(1, np.ones(2), np.ones(2), (1, np.ones(2), np.ones(2)), coefficients=np.zeros(len(FEATURES)),
                   intercept=0.0)
     probabilities(1, np.ones(2), np.ones(2), coefficients=np.zeros(len(FEATURES)), intercept=0.0)

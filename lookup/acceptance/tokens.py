@@ -21,9 +21,9 @@ fitted model; ``STRENGTH`` and ``BETA`` were chosen by replay on that benchmark'
 
 from __future__ import annotations
 
-from typing import Sequence
-
+import functools
 import math
+from typing import Sequence
 
 import numpy as np
 from numba import njit
@@ -172,21 +172,18 @@ def _adjusted(estimate, offsets, shift):  # pragma: no cover - numba
 
 
 _NONE = np.zeros(0)
-_warmed = False
 
 
+@functools.cache
 def warm_up() -> None:
     """Compile (or load from numba's cache) the kernels once per process, off the timed path (the
     board times proposals, not construction)."""
-    global _warmed
-    if not _warmed:
-        rates = TokenRates.__new__(TokenRates)
-        rates.strength, rates.beta = STRENGTH, BETA
-        rates.clear()
-        rates.learn(0, [1, 2], 2, 1)
-        rates.offsets(0, [1, 2, 3])
-        adjusted(np.full(2, 0.5), np.zeros(2), 0.1)
-        _warmed = True
+    rates = TokenRates.__new__(TokenRates)  # not __init__, which calls this
+    rates.strength, rates.beta = STRENGTH, BETA
+    rates.clear()
+    rates.learn(0, [1, 2], 2, 1)
+    rates.offsets(0, [1, 2, 3])
+    adjusted(np.full(2, 0.5), np.zeros(2), 0.1)
 
 
 def adjusted(estimate: np.ndarray, offsets: np.ndarray | float | None, shift: float = 0.0) -> np.ndarray:

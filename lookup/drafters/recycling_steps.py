@@ -12,6 +12,8 @@ against brute force.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -92,15 +94,9 @@ def score_rows(last: int, committed: np.ndarray, slot: np.ndarray, rows: np.ndar
     return known
 
 
-_warmed = False
-
-
+@functools.cache
 def warm_up() -> None:
     """Compile (or load from numba's cache) the kernels once per process, off the timed path."""
-    global _warmed
-    if _warmed:
-        return
-    _warmed = True
     slot = np.full(4, -1, dtype=np.int32)
     rows = np.full((4, 2), -1, dtype=np.int64)
     n = remember_rows(np.array([1, 2], dtype=np.int64), np.array([[2, 3], [1, 0]], dtype=np.int64), slot, rows, 0)
