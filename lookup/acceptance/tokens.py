@@ -29,6 +29,8 @@ import numpy as np
 from numba import njit
 
 from lookup.arrays import kernel_array
+from lookup.indexes.id_map import IdMap, id_get, id_put
+from lookup.indexes.id_map import warm_up as id_map_warm_up
 
 #: how many nodes of its kind a token's prior rate is worth
 STRENGTH = 2.0
@@ -46,8 +48,8 @@ class TokenRates:
     Kept from one request to the next when the acceptance statistics are (``adaptive:history=true``);
     cleared with them otherwise. Not decayed: a token is drafted too rarely for recent steps to say
     more than old ones. Each source numbers the tokens it has seen (a slot per token, slot 0 for
-    none, looked up in an array indexed by token id), so that a chain's offsets are one kernel, not a
-    loop of Python over its nodes.
+    none, looked up in a hash table of the ids seen: an array indexed by token id would be as long as
+    the vocabulary), so that a chain's offsets are one kernel, not a loop of Python over its nodes.
     """
 
     def __init__(self, strength: float = STRENGTH, beta: float = BETA) -> None:
@@ -60,9 +62,8 @@ class TokenRates:
     def clear(self) -> None:
         """Forget every token seen."""
         sources = len(PRIOR)
-        #: per source: token id -> slot >= 1 (0: not seen; ids past the end are not seen either)
-        self._slot_of = [np.zeros(0, dtype=np.int64) for _ in range(sources)]
-        self._used = [0] * sources  # slots taken per source
+        #: per source: token id -> slot >= 1 (absent: not seen); its count is the slots taken
+        self._slot_of = [IdMap() for _ in range(sources)]
         self._tries = np.zeros((sources, 2, 64))  # [S, kind, slots] kind 0 = first node, 1 = later
         self._hits = np.zeros((sources, 2, 64))  # [S, kind, slots]
         #: per source and kind: tries and hits of every node of that kind, a prior node included  # [S, 2]
@@ -72,7 +73,7 @@ class TokenRates:
     def offsets(self, source: int, tokens: Sequence[int]) -> np.ndarray:
         """Log-odds to add to the estimate of each node holding ``tokens`` ([n] ids, a chain from
         ``source``, an index of SOURCES): zero for a token not seen yet as a node of its kind.  # [n]"""
-        return _offsets(kernel_array(tokens, np.int64), self._slot_of[source], self._tries[source],
+        return _offsets(kernel_array(tokens, np.int64), self._slot_of[source].table, self._tries[source],
                         self._hits[source], self._all_tries[source], self._all_hits[source], self.strength, self.beta)
 
     def learn(self, source: int, tokens: Sequence[int], tried: int, hits: int) -> None:
@@ -83,14 +84,14 @@ class TokenRates:
         hits = min(hits, m)
         ids = kernel_array(tokens[:m], np.int64)
         self._number(source, ids)
-        _count(ids, self._slot_of[source], self._tries[source], self._hits[source], hits)
+        _count(ids, self._slot_of[source].table, self._tries[source], self._hits[source], hits)
         self._all_tries[source] += (1.0, m - 1.0)
         self._all_hits[source] += (float(hits > 0), max(hits - 1, 0.0))
 
     def learn_node(self, source: int, depth: int, token: int, hit: bool) -> None:
         """One node at ``depth`` holding ``token`` was checked (the nodes before it right)."""
         self._number(source, np.array([token], dtype=np.int64))
-        slot, kind = self._slot_of[source][token], 0 if depth == 0 else 1
+        slot, kind = self._slot_of[source].get(token), 0 if depth == 0 else 1
         self._tries[source, kind, slot] += 1.0
         self._hits[source, kind, slot] += float(hit)
         self._all_tries[source, kind] += 1.0
@@ -98,24 +99,20 @@ class TokenRates:
 
     def _number(self, source: int, ids: np.ndarray) -> None:
         """Give each of ``ids`` ([m] >= 0) not seen yet by ``source`` a slot of its own, growing the
-        arrays first where they are too small (to twice their size at least)."""
-        used = _numbered(ids, self._slot_of[source], self._used[source], self._tries.shape[-1])
+        table and the counts first where they are too small (to twice their size at least)."""
+        slot_of = self._slot_of[source]
+        used = _numbered(ids, slot_of.table, slot_of.room(len(ids)), slot_of.count, self._tries.shape[-1])
         if used == _NEGATIVE:
             raise ValueError(f"token ids are >= 0, got {int(ids.min())}")
         if used == _NO_ROOM:
-            slot_of = self._slot_of[source]
-            top = int(ids.max())
-            if top >= len(slot_of):
-                grown = np.zeros(max(2 * len(slot_of), top + 1), dtype=np.int64)
-                grown[: len(slot_of)] = slot_of
-                self._slot_of[source] = grown
+            slot_of.reserve(len(ids))
             room = self._tries.shape[-1]
-            if self._used[source] + len(ids) >= room:
-                more = max(room, self._used[source] + len(ids) + 1 - room)
+            if slot_of.count + len(ids) >= room:
+                more = max(room, slot_of.count + len(ids) + 1 - room)
                 self._tries = np.pad(self._tries, ((0, 0), (0, 0), (0, more)))
                 self._hits = np.pad(self._hits, ((0, 0), (0, 0), (0, more)))
-            used = _numbered(ids, self._slot_of[source], self._used[source], self._tries.shape[-1])
-        self._used[source] = used
+            used = _numbered(ids, slot_of.table, slot_of.room(len(ids)), slot_of.count, self._tries.shape[-1])
+        slot_of.count = used
 
 
 #: what :func:`_numbered` returns instead of the slots taken
@@ -127,7 +124,7 @@ def _offsets(ids, slot_of, tries, hits, all_tries, all_hits, strength, beta):  #
     out = np.zeros(len(ids))
     for i in range(len(ids)):
         token = ids[i]
-        slot = slot_of[token] if 0 <= token < len(slot_of) else 0
+        slot = id_get(slot_of, token, 0)
         kind = 0 if i == 0 else 1
         if slot == 0 or tries[kind, slot] <= 0:  # not seen as a node of its kind: no offset
             continue
@@ -141,23 +138,23 @@ def _offsets(ids, slot_of, tries, hits, all_tries, all_hits, strength, beta):  #
 def _count(ids, slot_of, tries, hits, right):  # pragma: no cover - numba
     for i in range(len(ids)):  # a token repeated in the chain counts each time
         kind = 0 if i == 0 else 1
-        tries[kind, slot_of[ids[i]]] += 1.0
-        hits[kind, slot_of[ids[i]]] += 1.0 if i < right else 0.0
+        slot = id_get(slot_of, ids[i], 0)
+        tries[kind, slot] += 1.0
+        hits[kind, slot] += 1.0 if i < right else 0.0
 
 
 @njit(cache=True)
-def _numbered(ids, slot_of, used, room):  # pragma: no cover - numba
-    # nothing is numbered unless every id fits: the slots taken, or why not
+def _numbered(ids, slot_of, keys_left, used, room):  # pragma: no cover - numba
+    # nothing is numbered unless every id fits (``keys_left``: IdMap.room): the slots taken, or why not
     for token in ids:
         if token < 0:
             return _NEGATIVE
+    if keys_left < 0 or used + len(ids) >= room:
+        return _NO_ROOM
     for token in ids:
-        if token >= len(slot_of) or used + len(ids) >= room:
-            return _NO_ROOM
-    for token in ids:
-        if slot_of[token] == 0:
+        if id_get(slot_of, token, 0) == 0:
             used += 1
-            slot_of[token] = used
+            id_put(slot_of, token, used)
     return used
 
 
@@ -178,6 +175,7 @@ _NONE = np.zeros(0)
 def warm_up() -> None:
     """Compile (or load from numba's cache) the kernels once per process, off the timed path (the
     board times proposals, not construction)."""
+    id_map_warm_up()
     rates = TokenRates.__new__(TokenRates)  # not __init__, which calls this
     rates.strength, rates.beta = STRENGTH, BETA
     rates.clear()

@@ -52,6 +52,7 @@ from lookup.acceptance.rates import DecayedRate
 from lookup.drafters.recycling_steps import remember_rows, score_rows, walk
 from lookup.drafters.recycling_steps import warm_up as warm_up_steps
 from lookup.drafters.recycling_tree import best_first_tree
+from lookup.indexes.id_map import IdMap
 from lookup.registry import create, register
 
 #: occurrences of the match whose continuations make the lookup part of the tree (``branches``):
@@ -185,6 +186,7 @@ class RecyclingDrafter(Drafter):
         # P(the lookup tree's sibling of rank r is right | its parent right), r >= 1 (index r - 1): [S]
         self._siblings = DecayedRate(np.full(MAX_SIBLINGS, PRIOR_SIBLING), PRIOR_STRENGTH, decay)
         warm_up_steps()  # the kernels compiled off the timed path
+        self._slot = IdMap()
         self.reset([])
 
     # -- the Drafter interface ---------------------------------------------------------------
@@ -192,10 +194,10 @@ class RecyclingDrafter(Drafter):
         if self.base is not None:
             self.base.reset(prompt)
         # the target's top ids after each token (its most recent context): one row per token seen,
-        # [S, width] ids, and [V] each token's row (-1: none yet), grown to the largest token seen. A
-        # row per token id would be [V, width]: 16 MB for a 262k vocabulary, allocated per request
+        # [S, width] ids, and each token's row in a table of the ids seen. A row per token id would
+        # be [V, width]: 16 MB for a 262k vocabulary, allocated per request
         self._rows = np.full((0, self.width), -1, dtype=np.int64)
-        self._slot = np.full(0, -1, dtype=np.int32)
+        self._slot.clear()
         self._n_rows = 0
         self._context = len(prompt)
         self._last = int(prompt[-1]) if len(prompt) else -1
@@ -222,22 +224,22 @@ class RecyclingDrafter(Drafter):
         top = kernel_array(np.asarray(top)[:, : self.width], np.int64)
         if len(top) != len(tokens):  # the kernel reads a row per token, unchecked
             raise ValueError(f"observe_top: {len(top)} rows of top ids for {len(tokens)} tokens")
-        need = int(tokens.max()) + 1
-        if need > len(self._slot):  # grow by doubling: tokens arrive a few at a time
-            slot = np.full(max(need, 2 * len(self._slot), 1024), -1, dtype=np.int32)
-            slot[: len(self._slot)] = self._slot
-            self._slot = slot
+        if int(tokens.min()) < 0:
+            raise ValueError(f"observe_top: token ids are >= 0, got {int(tokens.min())}")
+        self._slot.reserve(len(tokens))  # at most one new key per token
         if self._n_rows + len(tokens) > len(self._rows):  # room for a row per token, the table grown by doubling
             rows = np.full((max(self._n_rows + len(tokens), 2 * len(self._rows), 256), self.width), -1, dtype=np.int64)
             rows[: self._n_rows] = self._rows[: self._n_rows]  # -1: past a row narrower than width
             self._rows = rows
-        self._n_rows = remember_rows(tokens, top, self._slot, self._rows, self._n_rows)
+        self._n_rows = remember_rows(tokens, top, self._slot.table, self._rows, self._n_rows)
+        self._slot.count = self._n_rows  # a row per key
 
     def row_of(self, token: int) -> np.ndarray | None:
         """The target's top ids after ``token`` in its most recent context (None: not seen yet).  # [width]"""
-        if not (0 <= token < len(self._slot) and self._slot[token] >= 0):
+        slot = self._slot.get(token)
+        if slot < 0:
             return None
-        row = self._rows[self._slot[token]]
+        row = self._rows[slot]
         return row[row >= 0]
 
     def propose(self, budget: int) -> Draft:
@@ -280,7 +282,7 @@ class RecyclingDrafter(Drafter):
         self._chain.learn_walk(bucket, firsts[:depths])  # nodes deeper than MAX_DEPTH read the last depth's rate
         # each committed token checks the row of the token before it (rows as they were at propose),
         # all at once: a GPU track commits dozens of tokens a step
-        self._ranks.trials += score_rows(last, committed, self._slot, self._rows, self._ranks.hits)
+        self._ranks.trials += score_rows(last, committed, self._slot.table, self._rows, self._ranks.hits)
 
     # -- the tree --------------------------------------------------------------------------
     def bucket(self) -> tuple[int, int]:
@@ -325,7 +327,7 @@ class RecyclingDrafter(Drafter):
         if not isinstance(found, Draft):
             found = Draft(found)
         parents = np.arange(-1, len(found) - 1, dtype=np.int32) if found.parents is None else found.parents
-        return best_first_tree(self._last, found.tokens, parents, self._rows, self._slot,
+        return best_first_tree(self._last, found.tokens, parents, self._rows, self._slot.table,
                                self.chain_acceptance(bucket, match), self.rank_acceptance(), self.sibling_acceptance(),
                                limit)
 

@@ -17,6 +17,9 @@ import functools
 import numpy as np
 from numba import njit
 
+from lookup.indexes.id_map import IdMap, id_get, id_put
+from lookup.indexes.id_map import warm_up as warm_up_id_map
+
 
 @njit(cache=True)
 def remember_rows(tokens: np.ndarray, top: np.ndarray, slot: np.ndarray, rows: np.ndarray,
@@ -25,18 +28,20 @@ def remember_rows(tokens: np.ndarray, top: np.ndarray, slot: np.ndarray, rows: n
     earlier one; a token seen for the first time gets the next free row. Returns the rows in use.
 
     Args:
-        tokens: the tokens the rows follow ([m] int64, each >= 0 and < len(slot)).
+        tokens: the tokens the rows follow ([m] int64, each >= 0).
         top: the target's top ids after each ([m, w] int64, w <= rows' width; a row's ids past w stay).
-        slot: each token's row (-1: none yet; [V] int32), updated.
+        slot: each token's row (absent: none yet), the table of an :class:`~lookup.indexes.id_map.IdMap`
+            with room for ``m`` more keys; updated.
         rows: the table ([R, W] int64, R >= n_rows + m), updated.
         n_rows: rows in use before.
     """
     for i in range(len(tokens)):
         token = tokens[i]
-        if slot[token] < 0:
-            slot[token] = n_rows
+        row = id_get(slot, token, -1)
+        if row < 0:
+            row = n_rows
+            id_put(slot, token, row)
             n_rows += 1
-        row = slot[token]
         for j in range(top.shape[1]):
             rows[row, j] = top[i, j]
     return n_rows
@@ -83,9 +88,9 @@ def score_rows(last: int, committed: np.ndarray, slot: np.ndarray, rows: np.ndar
     known = 0
     before = last
     for c in range(len(committed)):
-        if 0 <= before < len(slot) and slot[before] >= 0:
+        row = id_get(slot, before, -1)
+        if row >= 0:
             known += 1
-            row = slot[before]
             for j in range(rows.shape[1]):
                 if rows[row, j] == committed[c]:
                     rank_hits[j] += 1.0
@@ -97,7 +102,8 @@ def score_rows(last: int, committed: np.ndarray, slot: np.ndarray, rows: np.ndar
 @functools.cache
 def warm_up() -> None:
     """Compile (or load from numba's cache) the kernels once per process, off the timed path."""
-    slot = np.full(4, -1, dtype=np.int32)
+    warm_up_id_map()
+    slot = IdMap(8).table
     rows = np.full((4, 2), -1, dtype=np.int64)
     n = remember_rows(np.array([1, 2], dtype=np.int64), np.array([[2, 3], [1, 0]], dtype=np.int64), slot, rows, 0)
     walk(np.array([-1, 0], dtype=np.int32), np.array([2, 1], dtype=np.int64), np.array([2, 1], dtype=np.int64),

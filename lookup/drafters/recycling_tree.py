@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from lookup.indexes.heap import heap_pop, heap_push
+from lookup.indexes.id_map import id_get
 
 
 @njit(cache=True)
@@ -27,7 +28,8 @@ def best_first_tree(last: int, lookup_tokens: np.ndarray, lookup_parents: np.nda
         lookup_tokens, lookup_parents: the lookup drafter's draft ([m] int64, [m] int32; a chain's
             parents are 0..m-2 after -1).
         rows, slot: the target's top ids after tokens ([S, W] int64, one row per token seen; -1 past
-            the end of a narrower row) and each token's row in it ([V] int32; -1, or a token >= V: none).
+            the end of a narrower row) and each token's row in it (the table of an
+            :class:`~lookup.indexes.id_map.IdMap`; absent: none).
         chain_p: P(the lookup draft's first child of a node right | the node right), by depth ([D]).
         rank_p: P(a row's rank-r token is next) ([W]).
         sibling_p: P(the lookup draft's rank-r child right | its parent right), r = 1.. ([S]).
@@ -40,7 +42,7 @@ def best_first_tree(last: int, lookup_tokens: np.ndarray, lookup_parents: np.nda
     row's new tokens in rank order.
     """
     m = len(lookup_tokens)
-    n_depth, width, n_sib, vocab = len(chain_p), rows.shape[1], len(sibling_p), len(slot)
+    n_depth, width, n_sib = len(chain_p), rows.shape[1], len(sibling_p)
     # the lookup draft's children of each node, in order (CSR; index 0 = the root's)
     starts = np.zeros(m + 2, dtype=np.int64)
     for i in range(m):
@@ -90,8 +92,8 @@ def best_first_tree(last: int, lookup_tokens: np.ndarray, lookup_parents: np.nda
                 c_token[j], c_p[j], c_at[j] = t, p, child
                 if j == k:
                     k += 1
-        if 0 <= token < vocab and slot[token] >= 0:
-            row = slot[token]
+        row = id_get(slot, token, -1)
+        if row >= 0:
             for rank in range(width):
                 t = rows[row, rank]
                 if t < 0:  # past the row's end (a row narrower than the table)

@@ -45,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from lookup.indexes.id_map import EMPTY, hash_find
 from lookup.indexes.loop import looped_token
 
 # columns of `states`
@@ -56,32 +57,10 @@ META_SIZE = 8
 TOKEN_BITS = 18
 VOCAB_LIMIT = 1 << TOKEN_BITS  # ids must be in [0, VOCAB_LIMIT)
 TOKEN_MASK = VOCAB_LIMIT - 1
-EMPTY = -1
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits of key * golden ratio
 _LOW32 = (1 << 32) - 1
 
 # sam_extend return codes besides "tokens consumed"
 BAD_TOKEN = -1
-
-
-@njit(cache=True, inline="always")
-def _home(key: int, shift: int) -> int:
-    """Home slot of ``key``: the top ``64 - shift`` bits of key * 2^64/phi."""
-    return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(shift))
-
-
-@njit(cache=True)
-def hash_find(table: np.ndarray, key: int, shift: int) -> int:
-    """Slot of ``key`` in ``table`` [H, 2], or ``-1 - slot`` of the empty slot where it would go."""
-    mask = np.int64(len(table) - 1)
-    i = _home(key, shift)
-    while True:
-        k = table[i, 0]
-        if k == key:
-            return i
-        if k == EMPTY:
-            return -1 - i
-        i = (i + 1) & mask
 
 
 @njit(cache=True, inline="always")

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lookup.drafters.recycling_steps import remember_rows, score_rows, walk
+from lookup.indexes.id_map import IdMap
 
 tokens_ = st.integers(0, 9)
 
@@ -51,27 +52,29 @@ def test_walk_follows_the_committed_tokens_down_the_tree(tree, committed, max_si
 @given(st.lists(st.tuples(tokens_, st.lists(tokens_, min_size=3, max_size=3)), min_size=1, max_size=15),
        st.integers(1, 3))
 def test_rows_keep_the_latest_top_ids_after_each_token(steps, width):
-    slot, rows, n_rows = np.full(10, -1, dtype=np.int32), np.full((len(steps), 3), -1, dtype=np.int64), 0
+    slot, rows, n_rows = IdMap(4), np.full((len(steps), 3), -1, dtype=np.int64), 0
     table: dict[int, list[int]] = {}
     for chunk in (steps[: len(steps) // 2], steps[len(steps) // 2:]):  # two calls, as steps bring them
         tokens = np.array([t for t, _ in chunk], dtype=np.int64)
         top = np.array([ids[:width] for _, ids in chunk], dtype=np.int64).reshape(len(chunk), width)
-        n_rows = remember_rows(tokens, top, slot, rows, n_rows)
+        slot.reserve(len(tokens))
+        n_rows = slot.count = remember_rows(tokens, top, slot.table, rows, n_rows)
         for t, ids in chunk:
             table[t] = ids[:width] + table.get(t, [-1, -1, -1])[width:]
     assert n_rows == len(table)
-    assert {t: rows[slot[t]].tolist() for t in range(10) if slot[t] >= 0} == table
+    assert {t: rows[slot.get(t)].tolist() for t in range(10) if slot.get(t) >= 0} == table
 
 
 @given(st.dictionaries(tokens_, st.lists(tokens_, min_size=4, max_size=4, unique=True)), st.integers(-1, 9),
        st.lists(tokens_, max_size=10))
 def test_each_committed_token_scores_the_row_before_it(table, last, committed):
-    slot, rows = np.full(8, -1, dtype=np.int32), np.full((max(len(table), 1), 4), -1, dtype=np.int64)
+    slot, rows = IdMap(2), np.full((max(len(table), 1), 4), -1, dtype=np.int64)
     for i, (t, ids) in enumerate(table.items()):
-        if t < 8:  # tokens 8 and 9 fall past the slots: no row
-            slot[t], rows[i] = i, ids
+        if t < 8:  # tokens 8 and 9 are given no row
+            slot.put(t, i)
+            rows[i] = ids
     hits = np.zeros(4)
-    known = score_rows(last, np.array(committed, dtype=np.int64), slot, rows, hits)
+    known = score_rows(last, np.array(committed, dtype=np.int64), slot.table, rows, hits)
     want_known, want_hits = 0, np.zeros(4)
     for before, token in zip([last, *committed[:-1]], committed):
         ids = table.get(before) if 0 <= before < 8 else None
