@@ -32,8 +32,8 @@ import functools
 import math
 
 import numpy as np
-from numba import njit
 
+from lookup.kernel_cache import kernel
 from lookup.arrays import kernel_array
 
 #: how many expected hits of agreement the offset starts from: it moves once the evidence outweighs it
@@ -94,7 +94,7 @@ def warm_up() -> None:
     without(np.full(1, 0.5), 0.0)
 
 
-@njit(cache=True)
+@kernel
 def _without(p, offset):  # pragma: no cover - numba
     out = np.empty(len(p))
     for i in range(len(p)):

@@ -29,6 +29,9 @@ import math
 
 import numpy as np
 
+from lookup.kernel_cache import kernel
+from lookup.arrays import kernel_array
+
 #: what :func:`features` returns, in order; the last four read what the other index says of the draft
 #: (the context of a draft from the history, the history of one from the context; zero without one,
 #: and where the other index has no match)
@@ -42,26 +45,55 @@ def features(match_length: int, estimate: float, occurrences: int, agreement: fl
     what the other index says of it: ``other`` = (the other index's match length, its occurrences
     remembered, how many of them are followed by the draft's first token), or None (no other index,
     or no match there).  # [8]"""
-    return np.array(_features(match_length, estimate, occurrences, agreement, other), dtype=np.float64)
+    x = np.zeros(len(FEATURES))
+    length, seen, agreeing = (0, 0, 0) if other is None else other
+    fill(x, int(match_length), float(estimate), int(occurrences), float(agreement), other is not None,
+         int(length), int(seen), int(agreeing))
+    return x
 
 
-def _features(match_length: int, estimate: float, occurrences: int, agreement: float,
-              other: tuple[int, int, int] | None) -> tuple[float, ...]:
-    own = math.log1p(match_length), float(estimate), float(occurrences), float(agreement)
-    if other is None:
-        return *own, 0.0, 0.0, 0.0, 0.0
-    length, seen, agreeing = other
-    return *own, float(seen), agreeing / max(seen, 1), float(seen > 0 and agreeing == 0), math.log1p(length)
+@kernel
+def fill(x, match_length, estimate, occurrences, agreement, has_other, other_length, seen,
+         agreeing):  # pragma: no cover - numba
+    """Write :func:`features` into ``x`` ([8] float64): the one definition of the features, for fitting,
+    for :func:`first_probability` and for the chain's kernel (:mod:`lookup.acceptance.chain_kernel`)."""
+    x[0] = math.log1p(match_length)
+    x[1] = estimate
+    x[2] = float(occurrences)
+    x[3] = agreement
+    if has_other:
+        x[4] = float(seen)
+        x[5] = agreeing / max(seen, 1)
+        x[6] = 1.0 if seen > 0 and agreeing == 0 else 0.0
+        x[7] = math.log1p(other_length)
+    else:
+        x[4] = x[5] = x[6] = x[7] = 0.0
+
+
+@kernel
+def probability_of(match_length, estimate, occurrences, agreement, has_other, other_length, seen, agreeing,
+                   coefficients, intercept):  # pragma: no cover - numba
+    """:func:`first_probability`'s kernel (the features summed in order, then the intercept)."""
+    x = np.empty(len(coefficients))
+    fill(x, match_length, estimate, occurrences, agreement, has_other, other_length, seen, agreeing)
+    z = 0.0
+    for j in range(len(coefficients)):
+        z += coefficients[j] * x[j]
+    return 1.0 / (1.0 + math.exp(-(intercept + z)))
 
 
 def first_probability(match_length: int, estimate: float, occurrences: int, agreement: float,
                       other: tuple[int, int, int] | None = None, *, coefficients: np.ndarray,
                       intercept: float) -> float:
-    """``probability(features(...), coefficients, intercept)`` for one draft, in plain floats: the
-    drafter calls it every step, where numpy's per-call overhead on a few numbers would dominate."""
-    x = _features(match_length, estimate, occurrences, agreement, other)
-    z = intercept + sum(c * f for c, f in zip(coefficients.tolist(), x))
-    return 1.0 / (1.0 + math.exp(-z))
+    """``probability(features(...), coefficients, intercept)`` for one draft, summed in order in a
+    kernel: the drafter calls it every step, where numpy's per-call overhead on a few numbers would
+    dominate."""
+    if len(coefficients) != len(FEATURES):
+        raise ValueError(f"a first-node fit has {len(FEATURES)} coefficients, got {len(coefficients)}")
+    length, seen, agreeing = (0, 0, 0) if other is None else other
+    return float(probability_of(int(match_length), float(estimate), int(occurrences), float(agreement),
+                                other is not None, int(length), int(seen), int(agreeing),
+                                kernel_array(coefficients, np.float64), float(intercept)))
 
 
 def probability(x: np.ndarray, coefficients: np.ndarray, intercept: float) -> np.ndarray:
@@ -88,3 +120,4 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-4, iterations: int
         if np.max(np.abs(step)) < 1e-10:
             break
     return w[:-1], float(w[-1])
+

@@ -32,8 +32,8 @@ import functools
 import math
 
 import numpy as np
-from numba import njit
 
+from lookup.kernel_cache import kernel
 from lookup.arrays import kernel_array
 
 #: what :func:`features` returns per depth, in order; the last four read what the context says of a
@@ -89,7 +89,7 @@ def _inputs(support, agree, context: tuple[int, np.ndarray, np.ndarray] | None) 
     return support, agree, length, seen, agreeing, context is not None
 
 
-@njit(cache=True)
+@kernel
 def _fill(x, match_length, support, agree, context_length, seen, agreeing, has_context):  # pragma: no cover - numba
     # row i is depth i + 1; the one definition of the features, for fitting and for estimating
     for i in range(x.shape[0]):
@@ -111,7 +111,7 @@ def _fill(x, match_length, support, agree, context_length, seen, agreeing, has_c
             x[i, 9] = math.log1p(context_length + depth)
 
 
-@njit(cache=True)
+@kernel
 def _probabilities(match_length, support, agree, context_length, seen, agreeing, has_context, coefficients,
                    intercept):  # pragma: no cover - numba
     n = max(len(support) - 1, 0)

@@ -39,11 +39,13 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from lookup.arrays import kernel_array
 from lookup.acceptance import first_token, later_nodes
 from lookup.acceptance.later_nodes import warm_up as warm_up_later_nodes
 from lookup.acceptance.calibration import Calibration, without
-from lookup.acceptance.tokens import TokenRates, adjusted
-from lookup.acceptance.tokens import warm_up as warm_up_tokens
+from lookup.acceptance.chain_kernel import chain_estimate
+from lookup.acceptance.chain_kernel import warm_up as warm_up_chain_kernel
+from lookup.acceptance.tokens import TokenRates
 from pldcore.fits import Fits, default_fits
 from lookup.acceptance.learner import BUCKET_EDGES, UNKNOWN_MATCH, AcceptanceRates, match_bucket
 from lookup.acceptance.rates import DecayedRate
@@ -150,8 +152,8 @@ class AcceptanceModel:
             warm_up_later_nodes()  # its kernel compiled off the timed path
         self.tokens = TokenRates() if tokens else None
         self.calibration = Calibration() if calibrate else None
-        if calibrate:
-            warm_up_tokens()  # the shift's kernel (tokens.adjusted), compiled off the timed path without token rates too
+        self._fit_cache: dict[tuple[str, str], tuple[np.ndarray, float] | None] = {}
+        warm_up_chain_kernel()  # chain()'s kernel compiled off the timed path
 
     # -- which statistics ----------------------------------------------------------------------
     def row(self, source: str, match_length: int | None) -> Row:
@@ -203,36 +205,43 @@ class AcceptanceModel:
         statistics at ``row``, with the first node's from the first-node model and the later nodes'
         from the later-nodes model where they are on and ``evidence`` counts the match's occurrences;
         then, where the chain's ``tokens`` ([>= n] ids) are given and the model learns per token, moved
-        by what those tokens did before; and, where the model calibrates, by the sequence's offset.  # [n]"""
-        estimate = self._chain(row, evidence, n)
-        if not len(estimate):
-            return estimate
-        offsets = None if self.tokens is None or tokens is None else self.tokens.offsets(row.source, tokens[: len(estimate)])
-        shift = 0.0 if self.calibration is None else self.calibration.offset
-        if offsets is None and shift == 0.0:  # nothing moves it: no clipping either
-            return estimate
-        return adjusted(estimate, offsets, shift)
+        by what those tokens did before; and, where the model calibrates, by the sequence's offset
+        (one kernel: :func:`lookup.acceptance.chain_kernel.chain_estimate`).  # [min(n, max_tokens)]"""
+        m = min(n, self._depth.depths)
+        first = later = own = other = None
+        first_other = later_other = False
+        if evidence is not None and evidence.own is not None and (self.first_node or self.later_nodes):
+            own, other = evidence.own, evidence.other
+            first_fit, later_fit = self.fit_names(evidence)
+            # a fit file may lack a fit (too few rows to make it): those nodes keep the statistics' estimate
+            first = self._fit_arrays("first", first_fit) if self.first_node else None
+            later = self._fit_arrays("later", later_fit) if self.later_nodes else None
+            first_other = first is not None and other is not None and first_fit != OWN_ONLY
+            later_other = later is not None and other is not None and later_fit != OWN_ONLY
+            shortest = min(len(own.support), len(own.agree), *((len(other.support), len(other.agree)) if other else ()))
+            if shortest < m:  # the kernel reads an entry per node, unchecked
+                raise ValueError(f"the evidence counts {shortest} nodes of a chain of {m}")
+        rates = self.tokens if tokens is not None else None
+        if rates is not None and len(tokens) < m:
+            raise ValueError(f"{len(tokens)} tokens for a chain of {m} nodes")
+        depth = self._depth
+        return chain_estimate(
+            m, depth.hits, depth.trials, depth.prior, (row.source, row.bucket), depth.strength,
+            first is not None, *(first or _NO_FIT), later is not None, *(later or _NO_FIT),
+            0 if own is None else int(own.match_length), *_counts(own),
+            first_other, later_other, 0 if other is None else int(other.match_length), *_counts(other),
+            rates is not None, _NO_TOKENS if rates is None else kernel_array(tokens, np.int64),
+            *(_NO_RATES if rates is None else rates.source_arrays(row.source)),
+            0.0 if self.calibration is None else float(self.calibration.offset))
 
-    def _chain(self, row: Row, evidence: Evidence | None, n: int) -> np.ndarray:
-        estimate = self.rates(row)[:n]
-        if evidence is None or evidence.own is None or not len(estimate) or not (self.first_node or self.later_nodes):
-            return estimate
-        n = len(estimate)
-        estimate = estimate.copy()
-        first_fit, later_fit = self.fit_names(evidence)
-        # a fit file may lack a fit (too few rows to make it): those nodes keep the statistics' estimate
-        if self.first_node and first_fit in self.fits.first:
-            other = evidence.other if first_fit != OWN_ONLY else None
-            coefficients, intercept = self.fits.first[first_fit]
-            estimate[0] = first_token.first_probability(*first_token_inputs(evidence.own, float(estimate[0]), other),
-                                                        coefficients=coefficients, intercept=intercept)
-        if self.later_nodes and n > 1 and later_fit in self.fits.later:
-            other = evidence.other if later_fit != OWN_ONLY else None
-            coefficients, intercept = self.fits.later[later_fit]
-            estimate[1:] = later_nodes.probabilities(*_triple(evidence.own, n),
-                                                     None if other is None else _triple(other, n),
-                                                     coefficients=coefficients, intercept=intercept)
-        return estimate
+    def _fit_arrays(self, model: str, name: str) -> tuple[np.ndarray, float] | None:
+        """The fit ``name`` of ``model`` ("first" or "later") as the kernel reads it (None: no such fit)."""
+        key = (model, name)
+        if key not in self._fit_cache:
+            table = self.fits.first if model == "first" else self.fits.later
+            self._fit_cache[key] = (None if name not in table else
+                                    (kernel_array(table[name][0], np.float64), float(table[name][1])))
+        return self._fit_cache[key]
 
     def tree(self, row: Row, parents: np.ndarray) -> np.ndarray:
         """P(node i is on the accepted path) of a tree ([n] parents, -1 = root), judged at ``row``:
@@ -290,14 +299,12 @@ class AcceptanceModel:
         before this verdict; None: not known) is what the calibration compares the outcome with."""
         tried = min(accepted + 1, sent)
         self._depth.learn_prefix(row, tried, accepted)
-        if self.tokens is not None:
-            self.tokens.learn(row.source, chain, tried, accepted)
         free = accepted == sent and sent < len(chain) and len(committed) > sent
         hit = free and committed[sent] == chain[sent]
         if free:
             self._depth.learn_node(row, sent, hit)
-            if self.tokens is not None:
-                self.tokens.learn_node(row.source, sent, int(chain[sent]), hit)
+        if self.tokens is not None:
+            self.tokens.learn(row.source, chain, tried, accepted, bool(hit) if free else None)
         if self.calibration is not None and acceptance is not None:
             checked = min(tried + free, len(acceptance))
             if checked:
@@ -332,6 +339,20 @@ class AcceptanceModel:
         """What a fit made with this model's statistics depends on: its priors, strength and decay."""
         return {"priors": self.priors.settings(), "prior_strength": self._depth.strength,
                 "decay": self._depth.decay, "max_tokens": self.max_tokens}
+
+
+_NO_FIT = (np.zeros(0), 0.0)
+_NO_TOKENS = np.zeros(0, dtype=np.int64)
+_NO_COUNTS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+#: TokenRates.source_arrays where no token is judged
+_NO_RATES = (np.full((16, 2), -1, dtype=np.int64), np.zeros((2, 1)), np.zeros((2, 1)), np.ones(2), np.ones(2), 1.0, 0.0)
+
+
+def _counts(agreement) -> tuple[np.ndarray, np.ndarray]:
+    """An Agreement's (support, agree) as the chain's kernel reads them (empty for None)."""
+    if agreement is None:
+        return _NO_COUNTS
+    return kernel_array(agreement.support, np.int64), kernel_array(agreement.agree, np.int64)
 
 
 def _triple(agreement, n: int) -> tuple[int, np.ndarray, np.ndarray]:

@@ -14,9 +14,10 @@ Shared by drafters that size their own drafts (``adaptive``, ``recycling``):
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from pldcore.cost import CostProfile
+
+from lookup.kernel_cache import kernel
 
 
 def chain_path_probs(acceptance: np.ndarray) -> np.ndarray:
@@ -132,7 +133,7 @@ def warm_up() -> None:
         _warmed = True
 
 
-@njit(cache=True)
+@kernel
 def _plan_chain(acceptance: np.ndarray, costs: np.ndarray) -> int:
     n = len(acceptance)
     value = np.zeros(n + 2)  # value[d]: V(d) above; value[n + 1] = 0 (past the chain)

@@ -9,6 +9,7 @@ tokens those are differs from model to model and task to task, so it is learnt w
     rates = TokenRates()
     offsets = rates.offsets(source, tokens)   # [n] log-odds to add to the models' estimates
     rates.learn(source, tokens, tried, hits)  # nodes 0..tried-1 checked, 0..hits-1 right
+    rates.learn(source, tokens, tried, hits, free=True)  # and node `tried` checked for free, right
 
 Each drafted token ``t`` at a node keeps counts of how often a node holding it was accepted, per
 draft source and for first nodes apart from later ones (a first node is accepted far less often).
@@ -26,8 +27,8 @@ import math
 from typing import Sequence
 
 import numpy as np
-from numba import njit
 
+from lookup.kernel_cache import kernel
 from lookup.arrays import kernel_array
 from lookup.indexes.id_map import IdMap, id_get, id_put
 from lookup.indexes.id_map import warm_up as id_map_warm_up
@@ -73,53 +74,50 @@ class TokenRates:
     def offsets(self, source: int, tokens: Sequence[int]) -> np.ndarray:
         """Log-odds to add to the estimate of each node holding ``tokens`` ([n] ids, a chain from
         ``source``, an index of SOURCES): zero for a token not seen yet as a node of its kind.  # [n]"""
-        return _offsets(kernel_array(tokens, np.int64), self._slot_of[source].table, self._tries[source],
-                        self._hits[source], self._all_tries[source], self._all_hits[source], self.strength, self.beta)
+        return _offsets(kernel_array(tokens, np.int64), *self.source_arrays(source))
 
-    def learn(self, source: int, tokens: Sequence[int], tried: int, hits: int) -> None:
-        """A chain from ``source`` whose nodes ``0..tried-1`` were checked and ``0..hits-1`` right."""
+    def source_arrays(self, source: int) -> tuple:
+        """What the offsets' kernel reads of ``source`` after the tokens: its table of slots, its tries
+        and hits per slot ([2, slots] each: first node, later), every node's ([2] each), strength, beta."""
+        return (self._slot_of[source].table, self._tries[source], self._hits[source], self._all_tries[source],
+                self._all_hits[source], self.strength, self.beta)
+
+    def learn(self, source: int, tokens: Sequence[int], tried: int, hits: int, free: bool | None = None) -> None:
+        """A chain from ``source`` whose nodes ``0..tried-1`` were checked and ``0..hits-1`` right; with
+        ``free`` (not None), node ``tried`` too was checked (the nodes before it right: its verdict
+        came for free with the target's own next token), and was right or not."""
         m = min(tried, len(tokens))
-        if m <= 0:
+        extra = free is not None and m < len(tokens)
+        if m + extra <= 0:
             return
-        hits = min(hits, m)
-        ids = kernel_array(tokens[:m], np.int64)
-        self._number(source, ids)
-        _count(ids, self._slot_of[source].table, self._tries[source], self._hits[source], hits)
-        self._all_tries[source] += (1.0, m - 1.0)
-        self._all_hits[source] += (float(hits > 0), max(hits - 1, 0.0))
-
-    def learn_node(self, source: int, depth: int, token: int, hit: bool) -> None:
-        """One node at ``depth`` holding ``token`` was checked (the nodes before it right)."""
-        self._number(source, np.array([token], dtype=np.int64))
-        slot, kind = self._slot_of[source].get(token), 0 if depth == 0 else 1
-        self._tries[source, kind, slot] += 1.0
-        self._hits[source, kind, slot] += float(hit)
-        self._all_tries[source, kind] += 1.0
-        self._all_hits[source, kind] += float(hit)
-
-    def _number(self, source: int, ids: np.ndarray) -> None:
-        """Give each of ``ids`` ([m] >= 0) not seen yet by ``source`` a slot of its own, growing the
-        table and the counts first where they are too small (to twice their size at least)."""
+        ids = kernel_array(tokens[: m + extra], np.int64)
+        verdicts = (m, min(hits, m), int(bool(free)) if extra else -1)
         slot_of = self._slot_of[source]
-        used = _numbered(ids, slot_of.table, slot_of.room(len(ids)), slot_of.count, self._tries.shape[-1])
+        used = _learnt(ids, slot_of.room(len(ids)), slot_of.count, *self.source_arrays(source)[:5], *verdicts)
+        if used == _NO_ROOM:  # nothing was counted: make room, then count
+            self._make_room(source, len(ids))
+            used = _learnt(ids, slot_of.room(len(ids)), slot_of.count, *self.source_arrays(source)[:5], *verdicts)
         if used == _NEGATIVE:
             raise ValueError(f"token ids are >= 0, got {int(ids.min())}")
-        if used == _NO_ROOM:
-            slot_of.reserve(len(ids))
-            room = self._tries.shape[-1]
-            if slot_of.count + len(ids) >= room:
-                more = max(room, slot_of.count + len(ids) + 1 - room)
-                self._tries = np.pad(self._tries, ((0, 0), (0, 0), (0, more)))
-                self._hits = np.pad(self._hits, ((0, 0), (0, 0), (0, more)))
-            used = _numbered(ids, slot_of.table, slot_of.room(len(ids)), slot_of.count, self._tries.shape[-1])
         slot_of.count = used
+
+    def _make_room(self, source: int, more: int) -> None:
+        """Grow ``source``'s table and every source's counts (to twice their size at least) until
+        ``more`` new tokens fit."""
+        slot_of = self._slot_of[source]
+        slot_of.reserve(more)
+        room = self._tries.shape[-1]
+        if slot_of.count + more >= room:
+            extra = max(room, slot_of.count + more + 1 - room)
+            self._tries = np.pad(self._tries, ((0, 0), (0, 0), (0, extra)))
+            self._hits = np.pad(self._hits, ((0, 0), (0, 0), (0, extra)))
 
 
 #: what :func:`_numbered` returns instead of the slots taken
 _NEGATIVE, _NO_ROOM = -1, -2
 
 
-@njit(cache=True)
+@kernel
 def _offsets(ids, slot_of, tries, hits, all_tries, all_hits, strength, beta):  # pragma: no cover - numba
     out = np.zeros(len(ids))
     for i in range(len(ids)):
@@ -134,16 +132,29 @@ def _offsets(ids, slot_of, tries, hits, all_tries, all_hits, strength, beta):  #
     return out
 
 
-@njit(cache=True)
-def _count(ids, slot_of, tries, hits, right):  # pragma: no cover - numba
-    for i in range(len(ids)):  # a token repeated in the chain counts each time
+@kernel
+def _count(ids, slot_of, tries, hits, all_tries, all_hits, m, right, free):  # pragma: no cover - numba
+    # ids[:m]: a chain's nodes checked, ids[:right] right; free >= 0: ids[m] checked too, right if 1
+    for i in range(m):  # a token repeated in the chain counts each time
         kind = 0 if i == 0 else 1
         slot = id_get(slot_of, ids[i], 0)
         tries[kind, slot] += 1.0
         hits[kind, slot] += 1.0 if i < right else 0.0
+    if m > 0:
+        all_tries[0] += 1.0
+        all_tries[1] += m - 1.0
+        all_hits[0] += 1.0 if right > 0 else 0.0
+        all_hits[1] += max(right - 1, 0.0)
+    if free >= 0:
+        kind = 0 if m == 0 else 1
+        slot = id_get(slot_of, ids[m], 0)
+        tries[kind, slot] += 1.0
+        hits[kind, slot] += float(free)
+        all_tries[kind] += 1.0
+        all_hits[kind] += float(free)
 
 
-@njit(cache=True)
+@kernel
 def _numbered(ids, slot_of, keys_left, used, room):  # pragma: no cover - numba
     # nothing is numbered unless every id fits (``keys_left``: IdMap.room): the slots taken, or why not
     for token in ids:
@@ -158,7 +169,17 @@ def _numbered(ids, slot_of, keys_left, used, room):  # pragma: no cover - numba
     return used
 
 
-@njit(cache=True)
+@kernel
+def _learnt(ids, keys_left, used, slot_of, tries, hits, all_tries, all_hits, m, right,
+            free):  # pragma: no cover - numba
+    # TokenRates.learn: number the ids not seen yet, then count them; nothing changes unless all fit
+    used = _numbered(ids, slot_of, keys_left, used, tries.shape[-1])
+    if used >= 0:
+        _count(ids, slot_of, tries, hits, all_tries, all_hits, m, right, free)
+    return used
+
+
+@kernel
 def _adjusted(estimate, offsets, shift):  # pragma: no cover - numba
     out = np.empty(len(estimate))
     for i in range(len(estimate)):
@@ -179,7 +200,7 @@ def warm_up() -> None:
     rates = TokenRates.__new__(TokenRates)  # not __init__, which calls this
     rates.strength, rates.beta = STRENGTH, BETA
     rates.clear()
-    rates.learn(0, [1, 2], 2, 1)
+    rates.learn(0, [1, 2, 3], 2, 1, True)
     rates.offsets(0, [1, 2, 3])
     adjusted(np.full(2, 0.5), np.zeros(2), 0.1)
 

@@ -32,8 +32,8 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from numba import njit
 
+from lookup.kernel_cache import kernel
 from lookup.base import EMPTY_DRAFT, SOURCES, Agreement, Draft, Evidence
 from lookup.drafters.suffix_automaton import AutomatonDrafter
 from lookup.indexes import automaton_kernels as K
@@ -43,7 +43,7 @@ from lookup.params import require_bool
 from lookup.registry import register
 
 
-@njit(cache=True)
+@kernel
 def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: int, max_tokens: int,
                    min_prob: float, out: np.ndarray, loop: bool = False) -> tuple[int, float]:
     """The most frequent continuation of the occurrences ending at ``ends[:n_ends]`` (newest first).
@@ -100,7 +100,7 @@ def frequency_path(tokens: np.ndarray, n_tokens: int, ends: np.ndarray, n_ends: 
     return n, score
 
 
-@njit(cache=True)
+@kernel
 def frequency_draft(states: np.ndarray, meta: np.ndarray, tokens: np.ndarray, min_match: int, max_tokens: int,
                     spec_factor: float, spec_offset: float, min_prob: float, ends: np.ndarray,
                     out: np.ndarray, scratch: np.ndarray, loop: bool = False) -> tuple[int, int]:

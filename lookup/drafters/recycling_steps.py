@@ -15,13 +15,13 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
 
+from lookup.kernel_cache import kernel
 from lookup.indexes.id_map import IdMap, id_get, id_put
 from lookup.indexes.id_map import warm_up as warm_up_id_map
 
 
-@njit(cache=True)
+@kernel
 def remember_rows(tokens: np.ndarray, top: np.ndarray, slot: np.ndarray, rows: np.ndarray,
                   n_rows: int) -> int:  # pragma: no cover - numba
     """Each token's row of ``rows`` takes the ids in ``top`` after it, a later occurrence over an
@@ -47,7 +47,7 @@ def remember_rows(tokens: np.ndarray, top: np.ndarray, slot: np.ndarray, rows: n
     return n_rows
 
 
-@njit(cache=True)
+@kernel
 def walk(parents: np.ndarray, drafted: np.ndarray, committed: np.ndarray, firsts: np.ndarray,
          sibling_trials: np.ndarray, sibling_hits: np.ndarray, max_siblings: int) -> int:  # pragma: no cover - numba
     """Follow ``committed`` ([c] int64) down a tree (``parents`` [n] int32, -1 = root, parents before
@@ -79,7 +79,7 @@ def walk(parents: np.ndarray, drafted: np.ndarray, committed: np.ndarray, firsts
     return depths
 
 
-@njit(cache=True)
+@kernel
 def score_rows(last: int, committed: np.ndarray, slot: np.ndarray, rows: np.ndarray,
                rank_hits: np.ndarray) -> int:  # pragma: no cover - numba
     """Each committed token ([c] int64) against the row of the token before it (``last`` before the

@@ -11,13 +11,13 @@ What it computes is :meth:`lookup.drafters.recycling.RecyclingDrafter.best_first
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from lookup.kernel_cache import kernel
 from lookup.indexes.heap import heap_pop, heap_push
 from lookup.indexes.id_map import id_get
 
 
-@njit(cache=True)
+@kernel
 def best_first_tree(last: int, lookup_tokens: np.ndarray, lookup_parents: np.ndarray, rows: np.ndarray,
                     slot: np.ndarray, chain_p: np.ndarray, rank_p: np.ndarray, sibling_p: np.ndarray,
                     limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -15,8 +15,8 @@ falls back to shorter matches (suffix-link ancestors, whose occurrences are a su
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from lookup.kernel_cache import kernel
 from lookup.indexes import automaton_kernels as K
 from lookup.base import EMPTY_DRAFT, Draft
 from lookup.params import require_bool
@@ -26,7 +26,7 @@ from lookup.indexes.loop import overlapping_copy
 from lookup.drafters.suffix_automaton import AutomatonDrafter
 
 
-@njit(cache=True)
+@kernel
 def vote_state(states: np.ndarray, meta: np.ndarray, min_match: int, min_votes: int, ends: np.ndarray) -> tuple[int, int]:
     """Pick the matched state that votes and write its earlier end positions into ``ends``.
 
@@ -47,13 +47,13 @@ def vote_state(states: np.ndarray, meta: np.ndarray, min_match: int, min_votes: 
         u = parent
 
 
-@njit(cache=True)
+@kernel
 def _better(weight: np.ndarray, creator: np.ndarray, a: int, b: int) -> bool:
     """Node a outranks node b: more votes, ties to the more recent occurrence (lower rank)."""
     return weight[a] > weight[b] or (weight[a] == weight[b] and creator[a] < creator[b])
 
 
-@njit(cache=True)
+@kernel
 def vote_tree(
     tokens: np.ndarray,
     n_tokens: int,

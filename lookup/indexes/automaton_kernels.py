@@ -43,8 +43,8 @@ holds older ones instead: a still valid, less recent occurrence of the same stri
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from lookup.kernel_cache import kernel
 from lookup.indexes.id_map import EMPTY, hash_find
 from lookup.indexes.loop import looped_token
 
@@ -63,36 +63,36 @@ _LOW32 = (1 << 32) - 1
 BAD_TOKEN = -1
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def slot_target(table: np.ndarray, i: int) -> int:
     """Target state of the transition in slot ``i``."""
     return table[i, 1] & _LOW32
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def slot_next(table: np.ndarray, i: int) -> int:
     """Next slot of the same source state (-1 = end of its list)."""
     return (table[i, 1] >> 32) - 1
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _set_target(table: np.ndarray, i: int, target: int) -> None:
     table[i, 1] = (table[i, 1] & ~np.int64(_LOW32)) | target
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _key(state: int, token: int) -> int:
     return (state << TOKEN_BITS) | token
 
 
-@njit(cache=True)
+@kernel
 def transition(table: np.ndarray, meta: np.ndarray, state: int, token: int) -> int:
     """Target of the transition (state, token), or -1 when there is none."""
     i = hash_find(table, _key(state, token), meta[M_SHIFT])
     return slot_target(table, i) if i >= 0 else -1
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _insert_new(states, table, meta, src: int, token: int, dst: int) -> None:
     """Add a transition known to be absent; the caller guarantees a free slot (load < 1)."""
     i = -1 - hash_find(table, _key(src, token), meta[M_SHIFT])
@@ -102,7 +102,7 @@ def _insert_new(states, table, meta, src: int, token: int, dst: int) -> None:
     meta[M_TRANS] += 1
 
 
-@njit(cache=True)
+@kernel
 def out_degree(states: np.ndarray, table: np.ndarray, state: int) -> int:
     """Number of transitions leaving ``state`` (walks its list)."""
     n = 0
@@ -113,7 +113,7 @@ def out_degree(states: np.ndarray, table: np.ndarray, state: int) -> int:
     return n
 
 
-@njit(cache=True)
+@kernel
 def sam_init(states: np.ndarray, table: np.ndarray, meta: np.ndarray) -> None:
     """Empty automaton: only the root (state 0, empty string), empty hash."""
     table[:, 0] = EMPTY
@@ -128,7 +128,7 @@ def sam_init(states: np.ndarray, table: np.ndarray, meta: np.ndarray) -> None:
     meta[M_NEED] = 0
 
 
-@njit(cache=True)
+@kernel
 def _record(states: np.ndarray, cur: int, pos: int, max_depth: int) -> None:
     """Push end position ``pos`` into the rings of ``cur`` and its first ``max_depth`` ancestors."""
     ring = states.shape[1] - RING
@@ -142,7 +142,7 @@ def _record(states: np.ndarray, cur: int, pos: int, max_depth: int) -> None:
         d += 1
 
 
-@njit(cache=True)
+@kernel
 def sam_extend(
     new_tokens: np.ndarray,
     m: int,
@@ -228,7 +228,7 @@ def sam_extend(
     return m
 
 
-@njit(cache=True)
+@kernel
 def rehash(states: np.ndarray, old: np.ndarray, table: np.ndarray, shift: int, nstates: int) -> None:
     """Move every transition of ``old`` into the larger ``table`` (hashed with ``shift``); rebuilds the lists."""
     table[:, 0] = EMPTY
@@ -245,7 +245,7 @@ def rehash(states: np.ndarray, old: np.ndarray, table: np.ndarray, shift: int, n
         states[src, HEAD] = i
 
 
-@njit(cache=True)
+@kernel
 def recent_ends(states: np.ndarray, state: int, before: int, out: np.ndarray) -> int:
     """Write the recorded end positions of ``state`` that are < ``before`` into ``out``, newest first.
 
@@ -267,7 +267,7 @@ def recent_ends(states: np.ndarray, state: int, before: int, out: np.ndarray) ->
     return n
 
 
-@njit(cache=True)
+@kernel
 def follow(states: np.ndarray, table: np.ndarray, meta: np.ndarray, state: int, length: int,
            tokens: np.ndarray, m: int) -> tuple[int, int]:
     """Matching statistics: carry the longest match of a *foreign* sequence's suffix through ``m`` more tokens.
@@ -293,7 +293,7 @@ def follow(states: np.ndarray, table: np.ndarray, meta: np.ndarray, state: int, 
     return state, length
 
 
-@njit(cache=True)
+@kernel
 def match(states: np.ndarray, meta: np.ndarray) -> tuple[int, int, int, int]:
     """The longest suffix that also occurs earlier: (state, length, most recent end, earliest end).
 
@@ -309,7 +309,7 @@ def match(states: np.ndarray, meta: np.ndarray) -> tuple[int, int, int, int]:
     return v, states[v, LEN], recent[0] if n else first, first
 
 
-@njit(cache=True)
+@kernel
 def chain_agreement(tokens: np.ndarray, stops: np.ndarray, ends: np.ndarray, k: int, draft: np.ndarray,
                     support: np.ndarray, agree: np.ndarray, loop: bool = False) -> None:
     """How the continuations of ``k`` earlier occurrences (end positions ``ends[:k]``) agree with a draft.
@@ -337,7 +337,7 @@ def chain_agreement(tokens: np.ndarray, stops: np.ndarray, ends: np.ndarray, k: 
             agree[d] += 1
 
 
-@njit(cache=True)
+@kernel
 def request_stops(starts: np.ndarray, total: int, ends: np.ndarray, k: int, stops: np.ndarray) -> None:
     """For a sequence of requests one after the other (request ``i`` begins at ``starts[i]``, ascending;
     ``total`` tokens in all), write into ``stops[j]`` where the request holding position ``ends[j]``

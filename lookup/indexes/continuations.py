@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from numba import njit
 
+from lookup.kernel_cache import kernel
 from lookup.indexes.heap import heap_pop, heap_push
 from lookup.indexes.loop import overlapping_copy
 
@@ -40,7 +40,7 @@ def continuation_tree(sequence: np.ndarray, ends: Sequence[int], length: int,
     return _tree(np.ascontiguousarray(sequence), ends, int(length), int(budget), bool(loop))
 
 
-@njit(cache=True)
+@kernel
 def _continuation(sequence, end, length, loop, out):
     """Write into ``out`` the (at most ``length``) tokens that follow ``end`` in ``sequence``, round its
     loop past its end with ``loop``; return how many."""
@@ -51,7 +51,7 @@ def _continuation(sequence, end, length, loop, out):
     return m
 
 
-@njit(cache=True)
+@kernel
 def _tree(sequence, ends, length, budget, loop):
     path = np.zeros(length, dtype=np.int64)  # [length] one occurrence's continuation
     cap = len(ends) * length + 1
@@ -125,7 +125,7 @@ def majority_chain(sequence: np.ndarray, ends: Sequence[int], length: int, loop:
                          bool(loop), out))
 
 
-@njit(cache=True)
+@kernel
 def _majority(sequence, ends, length, loop, out):
     k = len(ends)
     paths = np.zeros((k, length), dtype=np.int64)  # [k, length] each occurrence's continuation

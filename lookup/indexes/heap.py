@@ -9,17 +9,18 @@ continuation trie share it.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from lookup.kernel_cache import kernel
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _before(primary: np.ndarray, secondary: np.ndarray, a: int, b: int) -> bool:
     if primary[a] != primary[b]:
         return primary[a] < primary[b]
     return secondary[a] < secondary[b]
 
 
-@njit(cache=True)
+@kernel
 def heap_push(heap: np.ndarray, size: int, item: int, primary: np.ndarray, secondary: np.ndarray) -> int:
     """Add ``item`` to ``heap[:size]``; returns the new size."""
     heap[size] = item
@@ -30,7 +31,7 @@ def heap_push(heap: np.ndarray, size: int, item: int, primary: np.ndarray, secon
     return size + 1
 
 
-@njit(cache=True)
+@kernel
 def heap_pop(heap: np.ndarray, size: int, primary: np.ndarray, secondary: np.ndarray) -> tuple[int, int]:
     """Remove the least item of ``heap[:size]`` (size > 0); returns it and the new size."""
     top = heap[0]

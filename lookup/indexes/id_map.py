@@ -15,20 +15,21 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
+
+from lookup.kernel_cache import kernel
 
 EMPTY = -1
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits of key * golden ratio
 MAX_LOAD = 0.5  # entries per slot past which an IdMap doubles (probes stay short)
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def home(key: int, shift: int) -> int:
     """Home slot of ``key``: the top ``64 - shift`` bits of key * 2^64/phi."""
     return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(shift))
 
 
-@njit(cache=True)
+@kernel
 def hash_find(table: np.ndarray, key: int, shift: int) -> int:
     """Slot of ``key`` in ``table`` [H, 2], or ``-1 - slot`` of the empty slot where it would go."""
     mask = np.int64(len(table) - 1)
@@ -42,7 +43,7 @@ def hash_find(table: np.ndarray, key: int, shift: int) -> int:
         i = (i + 1) & mask
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def shift_of(table: np.ndarray) -> int:
     """The shift that hashes into ``table`` (64 - log2 H)."""
     shift, n = 64, len(table)
@@ -52,7 +53,7 @@ def shift_of(table: np.ndarray) -> int:
     return shift
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def id_get(table: np.ndarray, key: int, missing: int) -> int:
     """The value of ``key`` in an :class:`IdMap`'s ``table``, ``missing`` where it has none (or ``key`` < 0)."""
     if key < 0:
@@ -61,7 +62,7 @@ def id_get(table: np.ndarray, key: int, missing: int) -> int:
     return table[i, 1] if i >= 0 else missing
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def id_put(table: np.ndarray, key: int, value: int) -> bool:
     """Give ``key`` (>= 0) the value ``value``; True when it is a new key. The caller keeps room
     (:meth:`IdMap.room`): a full table would probe for ever."""
@@ -74,7 +75,7 @@ def id_put(table: np.ndarray, key: int, value: int) -> bool:
     return True
 
 
-@njit(cache=True)
+@kernel
 def _moved(old: np.ndarray, table: np.ndarray) -> None:  # pragma: no cover - numba
     for j in range(len(old)):
         if old[j, 0] != EMPTY:

@@ -16,17 +16,18 @@ so the tokens past the end of the text are the draft's own, ``p`` places back.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from lookup.kernel_cache import kernel
 
 
-@njit(cache=True)
+@kernel
 def looped_token(tokens: np.ndarray, n_tokens: int, draft: np.ndarray, pos: int) -> int:
     """Token ``pos`` of the sequence ``tokens[:n_tokens]`` followed by ``draft`` (the draft being
     built, read only where ``pos - n_tokens`` is already written: the caller's invariant)."""
     return tokens[pos] if pos < n_tokens else draft[pos - n_tokens]
 
 
-@njit(cache=True)
+@kernel
 def overlapping_copy(tokens: np.ndarray, n_tokens: int, start: int, n: int, out: np.ndarray) -> int:
     """Write into ``out[:n]`` the ``n`` tokens that follow from ``start`` in ``tokens[:n_tokens]``
     and, past its end, the copy's own tokens ``n_tokens - start`` places back (the loop's period).

@@ -175,14 +175,37 @@ def test_a_caller_that_plans_on_its_own_still_calibrates():
     assert drafter.model.calibration.expected > 0
 
 
-def test_a_model_that_calibrates_compiles_the_shift_when_built_without_token_rates_too(monkeypatch):
-    # the shift's kernel (tokens.adjusted) is first called in a timed propose once the offset moves
-    import lookup.acceptance.model as model_module
+_EVERY_KIND_OF_CHAIN = """
+import itertools
+import numpy as np
+from lookup.acceptance import AcceptanceModel
+from lookup.acceptance.chain_kernel import chain_estimate
+from lookup.base import Agreement, Evidence
 
-    calls = []
-    monkeypatch.setattr(model_module, "warm_up_tokens", lambda: calls.append(1))
-    AcceptanceModel(first_node=False, later_nodes=False, tokens=False, calibrate=True)
-    assert calls
-    calls.clear()
-    AcceptanceModel(first_node=False, later_nodes=False, tokens=False, calibrate=False)
-    assert not calls
+models = [AcceptanceModel(first_node=m, later_nodes=m, tokens=t, calibrate=c)
+          for m, t, c in itertools.product((False, True), repeat=3)]
+compiled = len(chain_estimate.signatures)
+chain = np.array([5, 6, 7, 8, 9], dtype=np.int64)
+own = Agreement(3, np.full(5, 4), np.full(5, 4))
+kinds = (Evidence("context", 3, own), None, Evidence("history", 2, own, Agreement(4, np.full(5, 2), np.full(5, 1)), True))
+for model in models:
+    if model.calibration is not None:
+        model.calibration.learn(4.0, 1.0)  # an offset that moves the estimates
+    for evidence in kinds:
+        for tokens in (chain, None):
+            estimate = model.chain(model.row("context", 3), evidence, 5, tokens)
+            assert estimate.shape == (5,) and np.all((estimate > 0) & (estimate < 1))
+assert len(chain_estimate.signatures) == compiled, chain_estimate.signatures
+"""
+
+
+def test_a_model_compiles_its_chain_kernel_when_built_not_in_a_timed_call():
+    # in a fresh process: one where an earlier test had compiled the kernel would prove nothing
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", _EVERY_KIND_OF_CHAIN], cwd=root, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -21,9 +21,9 @@ def logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-# a step: (source, chain of token ids, nodes tried, nodes right)
+# a step: (source, chain of token ids, nodes tried, nodes right, the free node's verdict or None)
 steps = st.lists(st.tuples(st.integers(0, 1), st.lists(st.integers(0, 5), min_size=1, max_size=6),
-                           st.integers(0, 6), st.integers(0, 6)), max_size=30)
+                           st.integers(0, 6), st.integers(0, 6), st.none() | st.booleans()), max_size=30)
 
 
 @given(steps, st.integers(0, 1), st.lists(st.integers(0, 6), min_size=1, max_size=6))
@@ -34,13 +34,14 @@ def test_offsets_are_each_tokens_smoothed_log_odds_against_its_kinds(history, so
 # token ids anywhere in a large vocabulary, and more distinct ones than the arrays start with room for
 wide = st.integers(0, 300_000)
 many_steps = st.lists(st.tuples(st.integers(0, 1), st.lists(wide, min_size=1, max_size=12),
-                                st.integers(0, 12), st.integers(0, 12)), min_size=1, max_size=40)
+                                st.integers(0, 12), st.integers(0, 12), st.none() | st.booleans()),
+                      min_size=1, max_size=40)
 
 
 @given(many_steps, st.integers(0, 1), st.lists(wide, min_size=1, max_size=6), st.data())
 def test_offsets_hold_for_any_token_id_as_the_arrays_grow(history, source, asked, data):
     # ask for tokens seen too, not only fresh ones
-    seen = [t for _, chain, _, _ in history for t in chain]
+    seen = [t for _, chain, _, _, _ in history for t in chain]
     asked = [data.draw(st.sampled_from(seen)) if i % 2 else t for i, t in enumerate(asked)]
     check_offsets(history, source, asked)
 
@@ -50,17 +51,20 @@ def check_offsets(history, source, asked):
     rates = TokenRates()
     counts: dict[tuple, list[float]] = {}  # (source, kind, token) -> [tries, hits]
     kinds = {(s, k): [1.0, PRIOR[s][k]] for s in (0, 1) for k in (0, 1)}
-    for s, chain, tried, hits in history:
+    for s, chain, tried, hits, free in history:
         tried = min(tried, len(chain))
         hits = min(hits, tried)
-        rates.learn(s, chain, tried, hits)
-        for d in range(tried):
+        rates.learn(s, chain, tried, hits, free)
+        verdicts = [d < hits for d in range(tried)]
+        if free is not None and tried < len(chain):  # the node after them, checked for free
+            verdicts.append(free)
+        for d, right in enumerate(verdicts):
             kind = (s, int(d > 0))
             entry = counts.setdefault((*kind, chain[d]), [0.0, 0.0])
             entry[0] += 1
-            entry[1] += d < hits
+            entry[1] += right
             kinds[kind][0] += 1
-            kinds[kind][1] += d < hits
+            kinds[kind][1] += right
     expected = []
     for d, token in enumerate(asked):
         tries, hits = counts.get((source, int(d > 0), token), (0.0, 0.0))
