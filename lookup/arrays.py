@@ -2,8 +2,8 @@
 
 A kernel (``@njit``) is compiled once per type of its arguments, and an array's type includes its
 layout and whether it is writable: a strided view or a read-only buffer (``np.frombuffer``) makes
-the kernel compile again, inside the call that passes it (0.1-0.3 s on the dev machine, where a
-step's drafting takes microseconds). Wrappers pass their arrays through :func:`kernel_array`.
+the kernel compile again, inside the call that passes it (docs/notes/2026-12-07-drafter-time.md:
+far longer than a step's drafting). Wrappers pass their arrays through :func:`kernel_array`.
 """
 
 from __future__ import annotations

@@ -85,9 +85,8 @@ def probability_of(match_length, estimate, occurrences, agreement, has_other, ot
 def first_probability(match_length: int, estimate: float, occurrences: int, agreement: float,
                       other: tuple[int, int, int] | None = None, *, coefficients: np.ndarray,
                       intercept: float) -> float:
-    """``probability(features(...), coefficients, intercept)`` for one draft, summed in order in a
-    kernel: the drafter calls it every step, where numpy's per-call overhead on a few numbers would
-    dominate."""
+    """``probability(features(...), coefficients, intercept)`` for one draft, in plain floats, summed in
+    order by :func:`probability_of`, the kernel the chain's estimate (``chain_kernel``) calls."""
     if len(coefficients) != len(FEATURES):
         raise ValueError(f"a first-node fit has {len(FEATURES)} coefficients, got {len(coefficients)}")
     length, seen, agreeing = (0, 0, 0) if other is None else other
@@ -120,4 +119,3 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-4, iterations: int
         if np.max(np.abs(step)) < 1e-10:
             break
     return w[:-1], float(w[-1])
-

@@ -2,9 +2,9 @@
 
 One table layout serves the suffix automaton's transitions and :class:`IdMap`, a map from token id
 to a small number (a slot, a row) for state kept per token seen. An array indexed by token id would
-be as long as the vocabulary: 262,144 entries for Gemma 3, allocated and zeroed for every sequence,
-and grown (copied) each time a larger id turns up. That cost a drafter 0.6-1.3 ms a growth, in a
-fresh process page fault by page fault; a table sized by the ids actually seen costs none of it.
+be as long as the vocabulary (262,144 entries for Gemma 3), allocated for every sequence and grown
+(copied) each time a larger id turns up, page by page in a fresh process; a table sized by the ids
+actually seen is small (docs/notes/2026-12-07-sandbox-charge.md has what the arrays cost).
 
 Layout: ``table`` int64 [H, 2], H a power of two; ``[i, 0]`` the key (:data:`EMPTY` = free),
 ``[i, 1]`` the value. Keys are >= 0.
