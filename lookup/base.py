@@ -237,6 +237,14 @@ class Drafter(abc.ABC):
         """
         return None
 
+    def context_candidate(self, budget: int) -> "tuple[Draft, Evidence | None] | None":
+        """Where :meth:`propose` drafts from a history of earlier requests, the draft the context
+        alone would give now (at most ``budget`` nodes), with its :meth:`evidence`; else None (the
+        default, and for a drafter that keeps no history). ``adaptive`` weighs it against the
+        history's draft. A query: it changes nothing, and arrays may be the drafter's scratch, valid
+        until its next call."""
+        return None
+
     def fitted_on(self) -> str | None:
         """The hash of the benchmark whose traces the numbers this drafter reads were fitted on (the
         acceptance models' fit file: :class:`lookup.acceptance.Fits`), or None (the default) when it

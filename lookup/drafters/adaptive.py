@@ -5,7 +5,10 @@ target's cost profile), so a wasted draft is a slowdown. Each step this drafter
 
 1. asks the wrapped drafter for its longest draft and the evidence behind it
    (:meth:`lookup.base.Drafter.evidence`: where it comes from, the match, how the match's earlier
-   occurrences continue), a :class:`Candidate`;
+   occurrences continue), a :class:`Candidate`; where that draft comes from a history of earlier
+   requests (``history``), also the context's own draft, and keeps the one whose planned forward
+   commits more tokens a second (``choose_source``): a longer match in the history is not always
+   the better copy;
 2. asks the acceptance model (:class:`lookup.acceptance.AcceptanceModel`) for each node's
    probability of acceptance: statistics learnt in this sequence per source and match length,
    from priors, refined by the fitted first-node and later-nodes models where there is evidence,
@@ -25,6 +28,7 @@ alone, at its :meth:`~lookup.base.Drafter.match_length` (a middling one when it 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -32,7 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from lookup.acceptance import AcceptanceModel, Planner, Row
-from lookup.base import EMPTY_DRAFT, SOURCES, Draft, Drafter, Evidence
+from lookup.base import EMPTY_DRAFT, SOURCES, Agreement, Draft, Drafter, Evidence
 from lookup.params import require_bool
 from lookup.registry import create, register
 from pldcore.fits import Fits
@@ -98,6 +102,11 @@ class AdaptiveDrafter(Drafter):
             with the models, as ``token_rates``.
         fits: a fit file of the models (``traces.py fit-acceptance --write``), or its content as a
             dict, in place of the setting's (None: the setting's, the shipped fit of its model and regime).
+        choose_source: with either model on, where the wrapped drafter copies from its history
+            (``history``), judge the context's own draft too (:meth:`Drafter.context_candidate`) and
+            send the one whose planned forward commits more tokens a second, by the models'
+            estimates; else always the history's, where its match is the longer. Off with the
+            models, as ``token_rates``.
     """
 
     uses_setting = True
@@ -114,7 +123,7 @@ class AdaptiveDrafter(Drafter):
     def __init__(self, base: str | Drafter = DEFAULT_BASE, *, setting: Setting, max_tokens: int = 32, prior_strength: float = 2.0, decay: float = 0.98,
                  base_params: dict | None = None, history: bool = False, first_token_model: bool = True,
                  chain_model: bool = True, fits: str | Path | dict | None = None, token_rates: bool = True,
-                 calibrate: bool = True) -> None:
+                 calibrate: bool = True, choose_source: bool = True) -> None:
         super().__init__()
         if not isinstance(base, (str, Drafter)):
             # a spec's base=none parses to None: the plain drafter is base=plain
@@ -136,6 +145,7 @@ class AdaptiveDrafter(Drafter):
         models = self.reports_evidence and (self.first_token_model or self.chain_model)
         self.token_rates = require_bool("token_rates", token_rates) and models
         self.calibrate = require_bool("calibrate", calibrate) and models
+        self.choose_source = require_bool("choose_source", choose_source) and models
         #: the fitted models' coefficients (None where no model reads them)
         given = _fits(fits) if fits is not None else None  # read (and so checked) even where no model reads it
         self.fits = (given or setting.fits) if models else None
@@ -148,6 +158,8 @@ class AdaptiveDrafter(Drafter):
         #: the last propose's candidate, what was sent, and the chain's estimates it was planned on (or None)
         self._last: tuple[Candidate, int, np.ndarray | None] | None = None
         self._committed: list[int] = []
+        #: this proposal's rated candidates (:meth:`_rate`): (candidate, its estimate, the plan's k)
+        self._rated: list[tuple[Candidate, np.ndarray, int]] = []
 
     # -- the Drafter interface ---------------------------------------------------------------
     def reset(self, prompt: Sequence[int]) -> None:
@@ -197,15 +209,40 @@ class AdaptiveDrafter(Drafter):
     # -- the three steps (analyses, such as experiments/running/hindsight.py, call them too) ----
     def candidate(self, budget: int) -> Candidate:
         """The wrapped drafter's longest draft now (within ``budget`` and ``max_tokens``), its evidence
-        and the statistics it is judged by. A query."""
-        full = self.base.propose(min(budget, self.max_tokens))
+        and the statistics it is judged by; with ``choose_source``, where that draft is the history's,
+        the context's own instead when the plan rates it higher (:meth:`_rate`). A query."""
+        self._rated.clear()
+        budget = min(budget, self.max_tokens)
+        full = self.base.propose(budget)
         if not len(full):
             return Candidate(full, Row(0, 0), None)
-        evidence = self.base.evidence(full) if self.reports_evidence else None
+        chosen = self._candidate_of(full, self.base.evidence(full) if self.reports_evidence else None)
+        if not (self.choose_source and chosen.evidence is not None and chosen.evidence.source != SOURCES[0]):
+            return chosen
+        # the context's evidence reuses the base's scratch arrays: the history's is copied first
+        chosen = Candidate(full, chosen.row, _copied(chosen.evidence))
+        found = self.base.context_candidate(budget)
+        if found is None or not len(found[0]):
+            return chosen
+        other = self._candidate_of(*found)
+        return max((chosen, other), key=self._rate)  # the history's draft where they tie
+
+    def _candidate_of(self, draft: Draft, evidence: Evidence | None) -> Candidate:
+        """``draft`` (non-empty) with its ``evidence`` and the statistics' row it is judged by."""
         length = evidence.match_length if evidence is not None else None
         source = evidence.source if evidence is not None else SOURCES[0]
-        row = self.model.row(source, self.base.match_length() if length is None else length)
-        return Candidate(full, row, evidence)
+        return Candidate(draft, self.model.row(source, self.base.match_length() if length is None else length), evidence)
+
+    def _rate(self, candidate: Candidate) -> float:
+        """Expected tokens a second of the forward that sends what the plan sends of ``candidate`` (a
+        chain): ``(1 + the sent nodes' path probabilities) / cost``. Keeps the estimate and the plan
+        for :meth:`estimate` and :meth:`decide` of the same candidate in this proposal."""
+        acceptance = self.estimate(candidate)
+        if acceptance is None:  # a tree: not rated
+            return 0.0
+        k = self.decide(candidate, acceptance)
+        self._rated.append((candidate, acceptance, k))
+        return (1.0 + float(np.cumprod(acceptance[:k]).sum())) / float(self.planner.costs(self._context)[k])
 
     def estimate(self, candidate: Candidate) -> np.ndarray | None:
         """The model's P(node i accepted | nodes before it accepted) for ``candidate``'s chain ([n]; None
@@ -213,6 +250,9 @@ class AdaptiveDrafter(Drafter):
         draft = candidate.draft
         if not len(draft) or not draft.is_chain:
             return None
+        for rated, acceptance, _ in self._rated:
+            if rated is candidate:
+                return acceptance
         return self.model.chain(candidate.row, candidate.evidence, len(draft), draft.tokens)
 
     def decide(self, candidate: Candidate, acceptance: np.ndarray | None = None) -> int:
@@ -225,6 +265,9 @@ class AdaptiveDrafter(Drafter):
         if draft.is_chain:
             if acceptance is None:
                 acceptance = self.estimate(candidate)
+            for rated, estimate, k in self._rated:
+                if rated is candidate and estimate is acceptance:
+                    return k
             return self.planner.chain(acceptance, self._context)
         return self.planner.tree(self.model.tree(candidate.row, draft.parents), self._context)
 
@@ -236,6 +279,7 @@ class AdaptiveDrafter(Drafter):
         if acceptance is None and self.calibrate:  # a caller that planned on its own: the model's own, to calibrate on
             acceptance = self.estimate(candidate)
         self._last = (candidate, k, acceptance) if len(full) else None  # the last propose's, whichever call that was
+        self._rated.clear()
         if not k:
             return EMPTY_DRAFT
         probs = None if full.probs is None else full.probs[:k]
@@ -248,5 +292,14 @@ class AdaptiveDrafter(Drafter):
                 "max_tokens": self.max_tokens, "prior_strength": model["prior_strength"], "decay": model["decay"],
                 "history": self.history, "first_token_model": self.first_token_model,
                 "chain_model": self.chain_model, "token_rates": self.token_rates, "calibrate": self.calibrate,
+                "choose_source": self.choose_source,
                 "evidence": self.reports_evidence,
                 **({"fits": self.fits.describe()} if self.fits is not None else {})}
+
+
+def _copied(evidence: Evidence) -> Evidence:
+    """``evidence`` with arrays of its own (a base's may be its scratch, valid until its next call)."""
+    def copy(agreement: Agreement | None) -> Agreement | None:
+        return None if agreement is None else Agreement(agreement.match_length, agreement.support.copy(),
+                                                          agreement.agree.copy())
+    return dataclasses.replace(evidence, own=copy(evidence.own), other=copy(evidence.other))

@@ -192,7 +192,17 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         nothing follows its most recent occurrence there. With ``loop``, the context's occurrences are
         read round the loop as the draft is (the text going on as the draft). ``adaptive`` reads it for its models of
         acceptance (:mod:`lookup.acceptance`)."""
-        found = self._history_match()
+        return self._evidence(draft, self._history_match())
+
+    def context_candidate(self, budget: int) -> tuple[Draft, Evidence] | None:
+        """The context's own draft and its evidence where :meth:`propose` copies from the history."""
+        if self._history_match() is None:
+            return None
+        draft = self._propose(budget, None)
+        return draft, self._evidence(draft, None)
+
+    def _evidence(self, draft: Draft, found: tuple[int, int, int] | None) -> Evidence:
+        """:meth:`evidence` of ``draft``, copied from the history's match ``found`` (None: the context's)."""
         length = found[0] if found is not None else int(self.sam.match()[1])
         own = other = None
         if draft.is_chain:
@@ -234,9 +244,12 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         return max(0, min(self.max_tokens, self.length_rule(match_len)))
 
     def propose(self, budget: int) -> Draft:
+        return self._propose(budget, self._history_match())
+
+    def _propose(self, budget: int, found: tuple[int, int, int] | None) -> Draft:
+        """The draft copied from the history's match ``found``, or (None) from the context's own."""
         if budget <= 0:
             return EMPTY_DRAFT
-        found = self._history_match()
         if found is not None:
             length, start, stop = found
             n = min(budget, self.draft_length(length), stop - start)

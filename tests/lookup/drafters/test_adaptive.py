@@ -270,3 +270,66 @@ def test_first_token_inputs_read_the_first_depth():
     other = Agreement(5, np.array([2, 2]), np.array([1, 1]))
     assert first_token_inputs(own, 0.5, other) == (3, 0.5, 4, 0.75, (5, 2, 1))
     assert first_token_inputs(own, 0.5) == (3, 0.5, 4, 0.75, None)
+
+
+def rate_of(drafter: AdaptiveDrafter, draft: Draft, evidence: Evidence, context: int) -> float:
+    """Expected tokens a second of the forward the plan sends of ``draft``: computed afresh."""
+    row = drafter.model.row(evidence.source, evidence.match_length)
+    acceptance = drafter.model.chain(row, evidence, len(draft), draft.tokens)
+    k = drafter.planner.chain(acceptance, context)
+    return (1 + np.cumprod(acceptance[:k]).sum()) / drafter.planner.costs(context)[k]
+
+
+def agreement_lists(evidence: Evidence) -> tuple:
+    return tuple(None if a is None else (a.match_length, a.support.tolist(), a.agree.tolist())
+                 for a in (evidence.own, evidence.other))
+
+
+@pytest.mark.parametrize("choose_source", [True, False])
+def test_with_a_history_the_draft_the_plan_rates_higher_is_chosen(choose_source):
+    """Where the base's draft comes from the history, ``candidate`` is that draft or the context's own
+    (``context_candidate``), whichever the plan rates higher (the history's without ``choose_source``),
+    with the evidence its base reports for it: nothing of the other's left in it."""
+    rng = np.random.default_rng(7)
+    drafter = AdaptiveDrafter(setting=reference_setting(), history=True, choose_source=choose_source)
+    base = drafter.base
+    chosen = {"history": 0, "context": 0}
+    phrases = [rng.integers(0, 6, size=rng.integers(3, 9)).tolist() for _ in range(6)]
+    for _ in range(40):  # requests made of shared phrases: the history often holds the longer match
+        text = [t for i in rng.integers(0, len(phrases), size=6) for t in phrases[i]]
+        prompt, output = text[:10], text[10:]
+        drafter.reset(prompt)
+        done = 0
+        while done < len(output) - 1:
+            budget = int(rng.integers(1, 12))
+            context = len(prompt) + done
+            candidate = drafter.candidate(budget)
+            told = agreement_lists(candidate.evidence) if candidate.evidence is not None else None  # scratch: read now
+            full = base.propose(min(budget, drafter.max_tokens))
+            if len(full) and base.evidence(full).source == "history":
+                want = rate_of(drafter, full, base.evidence(full), context)
+                found = base.context_candidate(min(budget, drafter.max_tokens))
+                other = found is not None and len(found[0]) and rate_of(drafter, *found, context) > want
+                if other and choose_source:
+                    assert candidate.draft.tokens.tolist() == found[0].tokens.tolist()
+                    assert told == agreement_lists(found[1])
+                    chosen["context"] += 1
+                else:
+                    assert candidate.draft.tokens.tolist() == full.tokens.tolist()
+                    assert told == agreement_lists(base.evidence(full))
+                    chosen["history"] += 1
+            candidate = drafter.candidate(budget)  # asked again: the checks above used the base's scratch
+            draft = drafter.send(candidate, drafter.decide(candidate))
+            truth = output[done:]
+            accepted = next((i for i, t in enumerate(draft.tokens) if i >= len(truth) - 1 or t != truth[i]), len(draft))
+            drafter.extend(truth[: accepted + 1])
+            drafter.observe(draft, accepted)
+            done += accepted + 1
+    assert chosen["history"] > 0 and (chosen["context"] > 0) == choose_source
+
+
+def test_the_source_is_chosen_only_with_the_models():
+    """With the models off (as the fits' collector drafts), the history's draft is sent as before."""
+    on = AdaptiveDrafter(setting=reference_setting(), history=True)
+    off = AdaptiveDrafter(setting=reference_setting(), history=True, first_token_model=False, chain_model=False)
+    assert on.params()["choose_source"] and not off.params()["choose_source"]

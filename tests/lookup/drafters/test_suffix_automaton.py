@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -414,3 +416,38 @@ def test_history_agreement_is_what_the_history_says_of_a_draft_from_the_context(
     plain = SuffixAutomatonDrafter()
     plain.reset([1, 2, 1])
     assert other_index(plain, [2], "context") is None
+
+
+def same_evidence(a: Evidence, b: Evidence) -> bool:
+    def arrays(x):
+        return None if x is None else (x.match_length, x.support.tolist(), x.agree.tolist())
+    return (a.source, a.match_length, a.second_index, arrays(a.own)) == (b.source, b.match_length, b.second_index, arrays(b.own))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), min_size=2, max_size=14), min_size=2, max_size=5),
+       st.integers(1, 6), st.sampled_from(["recent", "majority"]))
+def test_context_candidate_is_what_the_context_alone_drafts(requests, budget, occurrence):
+    """Where the history's match is the longer, ``context_candidate`` is the draft (and the evidence of
+    its own index) of a drafter that never kept a history, over the same context; elsewhere None. A query."""
+    params = dict(occurrences=4, occurrence=occurrence, fallback=False, length_rule=None, max_tokens=8)
+    d = SuffixAutomatonDrafter(history=True, **params)
+    for request in requests:
+        prompt, output = request[: len(request) // 2], request[len(request) // 2:]
+        d.reset(prompt)
+        for k, token in enumerate([None] + output):
+            if token is not None:
+                d.extend([token])
+            alone = SuffixAutomatonDrafter(**params)
+            alone.reset(prompt + output[:k])
+            before = d.propose(budget).tokens.tolist()
+            found = d.context_candidate(budget)
+            assert d.propose(budget).tokens.tolist() == before  # a query
+            if source_of(d) == "context":
+                assert found is None
+                continue
+            draft, evidence = found
+            want = alone.propose(budget)
+            assert draft.tokens.tolist() == want.tokens.tolist()
+            assert len(want) == 0 or (evidence.source == "context" and evidence.second_index
+                                      and same_evidence(evidence, dataclasses.replace(alone.evidence(want), second_index=True)))
