@@ -28,7 +28,6 @@ alone, at its :meth:`~lookup.base.Drafter.match_length` (a middling one when it 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -299,7 +298,8 @@ class AdaptiveDrafter(Drafter):
 
 def _copied(evidence: Evidence) -> Evidence:
     """``evidence`` with arrays of its own (a base's may be its scratch, valid until its next call)."""
-    def copy(agreement: Agreement | None) -> Agreement | None:
-        return None if agreement is None else Agreement(agreement.match_length, agreement.support.copy(),
-                                                          agreement.agree.copy())
-    return dataclasses.replace(evidence, own=copy(evidence.own), other=copy(evidence.other))
+    own, other = evidence.own, evidence.other
+    return Evidence(evidence.source, evidence.match_length,
+                    None if own is None else Agreement(own.match_length, own.support.copy(), own.agree.copy()),
+                    None if other is None else Agreement(other.match_length, other.support.copy(), other.agree.copy()),
+                    evidence.second_index)

@@ -195,11 +195,12 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         return self._evidence(draft, self._history_match())
 
     def context_candidate(self, budget: int) -> tuple[Draft, Evidence] | None:
-        """The context's own draft and its evidence where :meth:`propose` copies from the history."""
+        """The context's own draft and its evidence where :meth:`propose` copies from the history
+        (None where it drafts nothing)."""
         if self._history_match() is None:
             return None
         draft = self._propose(budget, None)
-        return draft, self._evidence(draft, None)
+        return (draft, self._evidence(draft, None)) if len(draft) else None
 
     def _evidence(self, draft: Draft, found: tuple[int, int, int] | None) -> Evidence:
         """:meth:`evidence` of ``draft``, copied from the history's match ``found`` (None: the context's)."""
