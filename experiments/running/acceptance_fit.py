@@ -36,7 +36,7 @@ from pldcore.fits import Fits
 from pldcore.setting import GREEDY, Regime, Setting, reference_setting
 from lookup.acceptance.model import FITTED
 from lookup.base import SOURCES, Draft
-from lookup.drafters.adaptive import AdaptiveDrafter
+from lookup.drafters.adaptive import DEFAULT_BASE_PARAMS, AdaptiveDrafter
 
 #: the models' feature names, by the name of their rows
 FEATURES = {"first": first_token.FEATURES, "later": later_nodes.FEATURES}
@@ -47,6 +47,8 @@ FIT_NAMES = {SOURCES[0]: "drafts from the context",
 #: the drafter replayed to collect the rows: adaptive without the models (so that their fits do not
 #: judge the drafts they are fitted on), by its spec
 COLLECTOR_SPEC = "adaptive:first_token_model=false:chain_model=false"
+#: the longest draft the collector sends
+COLLECTED_TOKENS = 32
 
 
 @dataclass
@@ -62,7 +64,9 @@ class Rows:
 
 def collector(setting: Setting, history: bool = False) -> AdaptiveDrafter:
     """The drafter whose drafts the rows are collected from (:data:`COLLECTOR_SPEC`)."""
-    return AdaptiveDrafter(setting=setting, first_token_model=False, chain_model=False, history=history)
+    # drafts of up to 32 nodes, the CPU track's budget, that the shipped traces' rows are collected at
+    return AdaptiveDrafter(setting=setting, first_token_model=False, chain_model=False, history=history,
+                           max_tokens=COLLECTED_TOKENS, base_params={**DEFAULT_BASE_PARAMS, "max_tokens": COLLECTED_TOKENS})
 
 
 def settings() -> dict:

@@ -46,8 +46,11 @@ DEFAULT_BASE = "suffix-automaton"
 #: fallback to the earliest occurrence, whose long continuations from far away were mostly wrong
 #: (docs/oracle-gap.md); remembering 8 occurrences per match for the evidence, and drafting the way
 #: most of them go (the newest's where they tie): where the newest runs off on its own (the last lap
-#: of a loop in an earlier answer that the output goes on round) the others outvote it
-DEFAULT_BASE_PARAMS = {"max_tokens": 32, "length_rule": None, "fallback": False, "occurrences": 8,
+#: of a loop in an earlier answer that the output goes on round) the others outvote it; as long a
+#: draft as the longest a board track allows (63 nodes where a forward over 64 tokens costs about
+#: one; the CPU tracks allow 32), since the plan, not the base, cuts it
+DEFAULT_MAX_TOKENS = 63
+DEFAULT_BASE_PARAMS = {"max_tokens": DEFAULT_MAX_TOKENS, "length_rule": None, "fallback": False, "occurrences": 8,
                        "occurrence": "majority"}
 
 
@@ -119,7 +122,7 @@ class AdaptiveDrafter(Drafter):
             return []
         return [(base, _base_params(base, params.get("base_params"), params.get("history", False)))]
 
-    def __init__(self, base: str | Drafter = DEFAULT_BASE, *, setting: Setting, max_tokens: int = 32, prior_strength: float = 2.0, decay: float = 0.98,
+    def __init__(self, base: str | Drafter = DEFAULT_BASE, *, setting: Setting, max_tokens: int = DEFAULT_MAX_TOKENS, prior_strength: float = 2.0, decay: float = 0.98,
                  base_params: dict | None = None, history: bool = False, first_token_model: bool = True,
                  chain_model: bool = True, fits: str | Path | dict | None = None, token_rates: bool = True,
                  calibrate: bool = True, choose_source: bool = True) -> None:
