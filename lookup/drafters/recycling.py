@@ -99,12 +99,14 @@ def _branches(base: str | Drafter | None, base_params: dict | None, branches: in
     return DEFAULT_BRANCHES if base == "suffix-automaton" and "branches" not in (base_params or {}) else 1
 
 
-def _base_params(base: str, base_params: dict | None, branches: int | None) -> dict:
-    """The parameters a base given by name is built with."""
+def _base_params(base: str, base_params: dict | None, branches: int | None, history: bool = False) -> dict:
+    """The parameters a base given by name is built with (``history=True`` added when asked)."""
     params = dict(DEFAULT_BASE_PARAMS if base_params is None else base_params)
     wanted = _branches(base, base_params, branches)
     if isinstance(wanted, int) and wanted > 1:
         params["branches"] = wanted
+    if history is True:
+        params["history"] = True
     return params
 
 
@@ -128,7 +130,7 @@ class RecyclingDrafter(Drafter):
         base = params.get("base", "suffix-automaton")
         if not isinstance(base, str):
             return []
-        return [(base, _base_params(base, params.get("base_params"), params.get("branches")))]
+        return [(base, _base_params(base, params.get("base_params"), params.get("branches"), params.get("history", False)))]
 
     def __init__(
         self,
@@ -138,6 +140,7 @@ class RecyclingDrafter(Drafter):
         decay: float = 0.95,
         base_params: dict | None = None,
         branches: int | None = None,
+        history: bool = False,
         *,
         setting: Setting,
         cost_aware: bool = True,
@@ -157,6 +160,9 @@ class RecyclingDrafter(Drafter):
                 acceptance of its own: worth it where forwards over a few dozen tokens cost about
                 one (a large GPU; under a CPU profile the cut keeps what pays). None: ``DEFAULT_BRANCHES``
                 for ``suffix-automaton`` by name, else 1 (the base's own draft).
+            history: the lookup drafter (``base`` by name, created with ``history=True``) also
+                matches the earlier requests this drafter served (:meth:`Drafter.keeps_history`); the
+                tree's learnt acceptances and the table of rows stay per request.
             setting: where it runs (:class:`pldcore.setting.Setting`); its cost profile cuts the tree.
             cost_aware: cut the tree to the size with the most expected tokens per second under the
                 setting's profile; False: fill the budget.
@@ -167,11 +173,13 @@ class RecyclingDrafter(Drafter):
         branches = _branches(base, base_params, branches)
         if branches < 1:
             raise ValueError("branches must be >= 1")
+        if require_bool("history", history) and not isinstance(base, str):
+            raise ValueError("history=True needs the lookup drafter by name (it is created with history=True)")
         if isinstance(base, str):
-            base = create(base, **_base_params(base, base_params, branches))
+            base = create(base, **_base_params(base, base_params, branches, history))
         elif branches > 1:
             raise ValueError("branches applies to a base given by name (an instance drafts as it was made)")
-        self.branches = branches
+        self.branches, self.history = branches, history
         self.base = base
         self.max_nodes, self.width, self.decay = max_nodes, width, decay
         self.setting = setting
@@ -342,7 +350,7 @@ class RecyclingDrafter(Drafter):
     def params(self) -> dict:
         base = None if self.base is None else {"name": self.base.name, **self.base.params()}
         return {"base": base, "max_nodes": self.max_nodes, "width": self.width, "decay": self.decay,
-                "cost_aware": self.profile is not None, "branches": self.branches}
+                "cost_aware": self.profile is not None, "branches": self.branches, "history": self.history}
 
 
 def _row_of(match: int | None) -> tuple[int, int]:

@@ -292,6 +292,36 @@ def shortest(row: tuple[int, int]) -> int:
     return LONG_EDGES[level - 1] if level else (0, *BUCKET_EDGES)[b]
 
 
+def test_with_a_history_the_tree_copies_what_an_earlier_request_went_on_with_and_learns_per_request():
+    flat = reference_setting(CostProfile.flat(64))
+    drafts = {}
+    for history in (False, True):
+        d = RecyclingDrafter(setting=flat, history=history, max_nodes=8)
+        assert d.keeps_history() is history and d.params()["history"] is history
+        d.reset([5, 6, 7, 3, 5, 6, 7])  # the first request: "5 6 7" went on with 3 once
+        d.observe_top(np.array([6]), np.array([[1, 2, 3, 4, 11, 12, 13, 14]]), np.zeros((1, 8), np.float16))
+        bucket, draft = d.bucket(), d.propose(8)
+        assert draft.tokens[0] == 3
+        d.extend([8])
+        d.observe(draft, 0)  # wrong: learnt
+        assert d.chain_acceptance(bucket)[0] < PRIOR_CHAIN[bucket][0]
+        d.extend([9, 10])
+        d.reset([1, 2, 6, 7, 8])  # the second request matches the first's "6 7 8"
+        # the tree's statistics and rows are per request, with a history or without
+        assert np.array_equal(d.rank_acceptance(), RecyclingDrafter(setting=flat, max_nodes=8).rank_acceptance())
+        assert d.chain_acceptance(bucket)[0] == PRIOR_CHAIN[bucket][0] and d.row_of(6) is None
+        drafts[history] = d.propose(8).tokens.tolist()
+    assert drafts[True][:2] == [9, 10] and 9 not in drafts[False]
+
+
+def test_a_history_needs_the_lookup_drafter_by_name():
+    with pytest.raises(ValueError, match="by name"):
+        RecyclingDrafter(setting=reference_setting(), base=FixedDrafter([1]), history=True)
+    spec = lookup.parse_drafter("recycling:history=true")
+    assert spec.wrapped[0].params["history"] is True
+    assert "history" not in lookup.parse_drafter("recycling").wrapped[0].params
+
+
 def test_a_chain_that_holds_is_judged_by_the_match_it_reaches():
     """After a 6-token match the chain's node 10 has 16 tokens of match behind it once its parents are
     right: never judged below the 16-token level's first node (a second turn that copies the first
