@@ -707,22 +707,25 @@ class Child:
             probs = np.linspace(0.9, 0.01, k, dtype=np.float16)[None, :].repeat(end - first, 0)
             return np.asarray(truth[first:end], np.int64), ids, probs
 
-        d.reset(truth[:40])
-        if k > 0:
-            d.observe_top(*top_rows(0, 39))
-        pos = 40
-        for _ in range(12):
-            draft = d.propose(16)
-            tokens = draft.tokens.tolist() if isinstance(draft, Draft) else []
-            accepted = 0
-            while accepted < len(tokens) and pos + accepted < len(truth) - 1 and tokens[accepted] == truth[pos + accepted]:
-                accepted += 1
-            new = truth[pos: pos + accepted + 1]
-            d.extend(new)
-            d.observe(draft if isinstance(draft, Draft) else Draft(), accepted)
+        # a drafter that keeps a history (a stream entry's) serves a second request, which matches the
+        # first in its history: the history's paths are compiled here too, not in its first timed case
+        for _ in range(2 if d.keeps_history() else 1):
+            d.reset(truth[:40])
             if k > 0:
-                d.observe_top(*top_rows(pos - 1, pos - 1 + len(new)))
-            pos += len(new)
+                d.observe_top(*top_rows(0, 39))
+            pos = 40
+            for _ in range(12):
+                draft = d.propose(16)
+                tokens = draft.tokens.tolist() if isinstance(draft, Draft) else []
+                accepted = 0
+                while accepted < len(tokens) and pos + accepted < len(truth) - 1 and tokens[accepted] == truth[pos + accepted]:
+                    accepted += 1
+                new = truth[pos: pos + accepted + 1]
+                d.extend(new)
+                d.observe(draft if isinstance(draft, Draft) else Draft(), accepted)
+                if k > 0:
+                    d.observe_top(*top_rows(pos - 1, pos - 1 + len(new)))
+                pos += len(new)
         return wants_top
 
     # -- the replay ---------------------------------------------------------------------------------------
