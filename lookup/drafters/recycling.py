@@ -23,6 +23,10 @@ token, and rebuilds a tree from the table wherever lookup has nothing or may be 
 * the tree takes the most probable nodes, best first (a node's probability is its
   parent's times its own), up to ``max_nodes`` (or the loop's budget).
 
+With ``history=true``, one drafter kept across requests, the lookup part also copies from the
+earlier requests' outputs where they hold the longer match (``suffix-automaton``'s history: there the
+lookup part is that occurrence's chain); the rows and the learnt acceptances stay per request.
+
 Given a cost profile (compare and replay pass the target's), it sends the prefix of that
 best-first order with the most expected tokens per second, ``(1 + sum P(node)) / cost(n + 1)``
 (:func:`lookup.acceptance.planner.best_cut`); without one, it sends the whole budget.
