@@ -510,6 +510,12 @@ def run_peers(board: Board, sets, info: dict, limits, rerun: bool = False, landl
     return done
 
 
+def can_keep_history(name: str) -> bool:
+    """Whether the built-in drafter ``name`` takes a ``history`` parameter: the board then also scores it
+    as a stream entry, ``<name>:history=true`` (:func:`stream_entry`)."""
+    return "history" in inspect.signature(type(lookup.create(name))).parameters
+
+
 def stream_entry(board: Board, name: str, kind: str, have: dict, rerun: bool, sets, info: dict, limits,
                  landlock: bool = True, require_isolation: bool = False, sampled: Sampled | None = None) -> list[dict]:
     """Drafter ``name`` with its history across requests (a ``history`` parameter), recorded as
@@ -518,7 +524,7 @@ def stream_entry(board: Board, name: str, kind: str, have: dict, rerun: bool, se
     for a drafter without a history, or whose entry (in ``have``: name -> code key) is today's
     unless ``rerun``."""
     spec = f"{name}:history=true"
-    if "history" not in inspect.signature(type(lookup.create(name))).parameters:
+    if not can_keep_history(name):
         return []
     if not rerun and have.get(spec, "") == code_key(*_spec(name, {"history": True}).classes()):
         return []
