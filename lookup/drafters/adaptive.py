@@ -36,7 +36,7 @@ import numpy as np
 
 from lookup.acceptance import AcceptanceModel, Planner, Row
 from lookup.base import EMPTY_DRAFT, SOURCES, Agreement, Draft, Drafter, Evidence
-from lookup.params import require_bool
+from lookup.params import require_bool, with_history
 from lookup.registry import create, register
 from pldcore.fits import Fits
 from pldcore.setting import Setting
@@ -67,7 +67,7 @@ def _base_params(base: str | Drafter, base_params: dict | None, history: bool) -
     none are given), with ``history=True`` when asked."""
     if base_params is None:
         base_params = DEFAULT_BASE_PARAMS if base == DEFAULT_BASE else {}
-    return {**base_params, "history": True} if history is True else dict(base_params)
+    return with_history(base, base_params, history)
 
 
 @dataclass(frozen=True)
@@ -131,11 +131,10 @@ class AdaptiveDrafter(Drafter):
             # a spec's base=none parses to None: the plain drafter is base=plain
             hint = " (the drafter that drafts nothing is base=plain)" if base is None else ""
             raise TypeError(f"base must be a drafter name or instance, got {base!r}{hint}")
-        if require_bool("history", history) and not isinstance(base, str):
-            raise TypeError("history=True needs the wrapped drafter by name (it is created with history=True)")
+        base_params = _base_params(base, base_params, history)  # checks history against base
         if not isinstance(setting, Setting):
             raise TypeError(f"setting must be a pldcore.setting.Setting, got {type(setting).__name__}")
-        self.base = create(base, **_base_params(base, base_params, history)) if isinstance(base, str) else base
+        self.base = create(base, **base_params) if isinstance(base, str) else base
         self.setting = setting
         self.profile = setting.profile
         self.max_tokens, self.history = max_tokens, history

@@ -47,7 +47,7 @@ import numpy as np
 
 from lookup.arrays import kernel_array
 from lookup.base import EMPTY_DRAFT, MAX_TOP, Draft, Drafter
-from lookup.params import require_bool
+from lookup.params import require_bool, with_history
 from pldcore.setting import Setting
 from lookup.acceptance.learner import BUCKET_EDGES, AcceptanceRates, match_bucket
 from lookup.acceptance.model import PRIORS
@@ -109,9 +109,7 @@ def _base_params(base: str, base_params: dict | None, branches: int | None, hist
     wanted = _branches(base, base_params, branches)
     if isinstance(wanted, int) and wanted > 1:
         params["branches"] = wanted
-    if history is True:
-        params["history"] = True
-    return params
+    return with_history(base, params, history)
 
 
 @register("recycling")
@@ -177,8 +175,7 @@ class RecyclingDrafter(Drafter):
         branches = _branches(base, base_params, branches)
         if branches < 1:
             raise ValueError("branches must be >= 1")
-        if require_bool("history", history) and not isinstance(base, str):
-            raise ValueError("history=True needs the lookup drafter by name (it is created with history=True)")
+        with_history(base, {}, history)  # a history needs the base by name
         if isinstance(base, str):
             base = create(base, **_base_params(base, base_params, branches, history))
         elif branches > 1:

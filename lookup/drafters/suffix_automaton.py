@@ -142,6 +142,8 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
                          for name in ("own", "other")}
         self.history = History(history_tokens, occurrences) if require_bool("history", history) else None
         self._prompt_len = 0
+        # (the history's version, _history_match()) until the text changes: asked several times a step
+        self._found: tuple[int, tuple[int, int, int] | None] | None = None
 
     def reset(self, prompt: Sequence[int]) -> None:
         if self.history is not None:
@@ -152,19 +154,25 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
             self.history.restart(prompt)
         self._prompt_len = len(prompt)
         self.sam.reset(prompt)
+        self._found = None
 
     def extend(self, tokens: Sequence[int]) -> None:
         self.sam.extend(tokens)
         if self.history is not None:
             self.history.follow(tokens)
+        self._found = None
 
     def _history_match(self) -> tuple[int, int, int] | None:
         """(length, start, stop) of :meth:`History.match` when the history holds a longer match than
-        the context (and one of at least ``min_match``): the draft then comes from there; else None."""
+        the context (and one of at least ``min_match``): the draft then comes from there; else None.
+        Asked several times a step (propose, match_length, evidence): found once per change of the text."""
         if self.history is None:
             return None
-        found = self.history.match()
-        return found if found[0] > self.sam.match()[1] and found[0] >= self.min_match else None
+        version = self.history.version  # a shared history may grow under it (another request ended)
+        if self._found is None or self._found[0] != version:
+            found = self.history.match()
+            self._found = version, (found if found[0] > self.sam.match()[1] and found[0] >= self.min_match else None)
+        return self._found[1]
 
     def match_length(self) -> int:
         """The length of the match the drafter copies from: in the history when it is longer there."""
@@ -181,6 +189,7 @@ class SuffixAutomatonDrafter(AutomatonDrafter):
         if self.history is None:
             raise TypeError(f"{self.name} was made without a history (history=True) to share")
         self.history = history
+        self._found = None
 
     def evidence(self, draft: Draft) -> Evidence:
         """Where ``draft`` comes from (``"history"`` when the history holds the longer match) and, for a

@@ -159,8 +159,10 @@ class SuffixAutomaton:
         """Write the remembered earlier end positions of the longest match (:meth:`match`) into
         ``out`` ([k] int64), newest first; returns how many (at most ``len(out)`` and
         ``occurrences``; 0 when nothing matches). The first is :meth:`match`'s most recent end."""
-        state = self.states[self.meta[K.M_LAST], K.LINK]
-        return int(K.recent_ends(self.states, state, self.meta[K.M_TOKENS] - 1, out)) if state > 0 else 0
+        state = int(self.states[self.meta[K.M_LAST], K.LINK])
+        # Python ints, as every caller passes them: one compiled signature of the kernel, not one per
+        # integer type (a second one would compile on the first call that passes the other)
+        return int(K.recent_ends(self.states, state, int(self.meta[K.M_TOKENS]) - 1, out)) if state > 0 else 0
 
     def agreement(self, draft: np.ndarray, support: np.ndarray, agree: np.ndarray, loop: bool = False) -> int:
         """How the remembered earlier occurrences of the longest match (:meth:`match_ends`) continue,

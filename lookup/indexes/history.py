@@ -147,6 +147,11 @@ class History:
         return self._index.sam.sequence
 
     @property
+    def version(self) -> int:
+        """Changes whenever a request is added (by this cursor or another sharing the history)."""
+        return self._index.version
+
+    @property
     def requests(self) -> int:
         """Earlier requests held."""
         return len(self._index.starts)

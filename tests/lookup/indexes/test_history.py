@@ -248,7 +248,40 @@ def test_adaptive_learns_history_drafts_apart_from_context_drafts():
 
 
 def test_history_needs_a_named_base_that_keeps_one():
-    with pytest.raises(TypeError, match="history"):
+    with pytest.raises(ValueError, match="by name"):  # every wrapper's rule: tests/lookup/test_params.py
         lookup.create("adaptive", base=lookup.create("suffix-automaton"), history=True)
     with pytest.raises(TypeError, match="history"):
         lookup.create("adaptive", base="unfold", history=True)
+
+
+def test_the_history_and_the_automaton_pass_the_kernel_the_same_integer_types(monkeypatch):
+    """One compiled signature of ``recent_ends`` serves both: a numpy int32 state from one and a Python
+    int from the other compiled it twice, the second time inside a timed step."""
+    from lookup.indexes import automaton_kernels as K
+
+    seen, kernel = set(), K.recent_ends
+
+    def spy(states, state, before, out):
+        seen.add((type(state), type(before)))
+        return kernel(states, state, before, out)
+
+    monkeypatch.setattr(K, "recent_ends", spy)
+    drafter = lookup.create("suffix-automaton", history=True, occurrences=4, max_tokens=8, length_rule=None)
+    serve(drafter, [1, 2, 3], [10, 11, 12, 10, 11, 13])
+    drafter.reset([10, 11, 12, 10, 11])
+    drafter.evidence(drafter.propose(8))  # the history's match and agreement, the context's agreement
+    assert seen == {(int, int)}
+
+
+def test_a_drafter_sees_what_another_request_adds_to_a_shared_history_at_once():
+    """The drafter keeps its match in the history between changes of its text; an output another
+    request adds to the shared history changes it too (batched serving ends requests mid-step)."""
+    first = lookup.create("suffix-automaton", history=True, max_tokens=8, length_rule=None)
+    second = lookup.create("suffix-automaton", history=True, max_tokens=8, length_rule=None)
+    second.share_history(first.history.cursor())
+    first.reset([5])
+    first.extend([20, 21])
+    assert len(first.propose(8)) == 0 and first.match_length() == 0  # "21" occurs nowhere yet
+    serve(second, [0], [20, 21, 22, 23])
+    second.reset([9])  # the second request's output joins the shared history
+    assert first.propose(8).tokens.tolist() == [22, 23] and first.match_length() == 2
