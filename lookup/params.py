@@ -28,7 +28,6 @@ def require_bool(name: str, value: object) -> bool:
     raise TypeError(f"{name} must be True or False, got {value!r}")
 
 
-
 def with_history(base: object, params: dict, history: object) -> dict:
     """``params`` for the drafter a wrapper wraps (``base``: a name or an instance), with
     ``history=True`` added when the wrapper's ``history`` is on: the one rule of every wrapper with a
@@ -37,6 +36,7 @@ def with_history(base: object, params: dict, history: object) -> dict:
     if require_bool("history", history) and not isinstance(base, str):
         raise ValueError("history=True needs the wrapped drafter by name (it is created with history=True)")
     return {**params, "history": True} if history else dict(params)
+
 
 def _top_level(text: str, sep: str) -> list[str]:
     """``text`` split on ``sep`` outside brackets, pieces stripped (``"dict[str, int] | None"`` on ``|``)."""

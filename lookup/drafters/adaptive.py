@@ -64,7 +64,8 @@ def _fits(fits: str | Path | dict) -> Fits:
 
 def _base_params(base: str | Drafter, base_params: dict | None, history: bool) -> dict:
     """The parameters a base given by name is built with: ``base_params`` (the default base's own when
-    none are given), with ``history=True`` when asked."""
+    none are given), with ``history=True`` when asked; for a base given as an instance, only the check
+    that it takes no history."""
     if base_params is None:
         base_params = DEFAULT_BASE_PARAMS if base == DEFAULT_BASE else {}
     return with_history(base, base_params, history)

@@ -103,8 +103,10 @@ def _branches(base: str | Drafter | None, base_params: dict | None, branches: in
     return DEFAULT_BRANCHES if base == "suffix-automaton" and "branches" not in (base_params or {}) else 1
 
 
-def _base_params(base: str, base_params: dict | None, branches: int | None, history: bool = False) -> dict:
-    """The parameters a base given by name is built with (``history=True`` added when asked)."""
+def _base_params(base: str | Drafter | None, base_params: dict | None, branches: int | None,
+                 history: bool = False) -> dict:
+    """The parameters a base given by name is built with (``history=True`` added when asked; for a
+    base given otherwise, only the check that it takes no history)."""
     params = dict(DEFAULT_BASE_PARAMS if base_params is None else base_params)
     wanted = _branches(base, base_params, branches)
     if isinstance(wanted, int) and wanted > 1:
@@ -175,9 +177,9 @@ class RecyclingDrafter(Drafter):
         branches = _branches(base, base_params, branches)
         if branches < 1:
             raise ValueError("branches must be >= 1")
-        with_history(base, {}, history)  # a history needs the base by name
+        params = _base_params(base, base_params, branches, history)  # checks history against base
         if isinstance(base, str):
-            base = create(base, **_base_params(base, base_params, branches, history))
+            base = create(base, **params)
         elif branches > 1:
             raise ValueError("branches applies to a base given by name (an instance drafts as it was made)")
         self.branches, self.history = branches, history
