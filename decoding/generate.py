@@ -100,6 +100,9 @@ class Stats:
     forward_s: float = 0.0
     prefill_s: float = 0.0
     top_rows: int = 0  # top ids per read token handed to the drafter (0: none; the prefill then skips the LM head)
+    #: steps whose draft carried its probabilities (``Draft.probs``): sampled, their outcome depends on
+    #: the drafter's own draws, so the output is plain sampling's in distribution, not token for token
+    stochastic_steps: int = 0
     wall_s: float = 0.0
     steps: list[StepRecord] = field(default_factory=list)
 
@@ -281,6 +284,7 @@ def _loop(target, drafter, accept, prompt, generated, stats, max_new_tokens, dra
         stats.forwards += 1
         stats.drafted += len(draft)
         stats.accepted += accepted
+        stats.stochastic_steps += draft.probs is not None
         stats.drafter_s += drafter_s
         stats.forward_s += scores.seconds
         if record_steps:

@@ -224,8 +224,11 @@ class Comparison:
         identical = mismatch = None
         # sampled: every deterministic drafter commits plain sampling's tokens with one seed, up to a
         # sampling boundary within float error (decoding.lossless); transformers' own sampling draws
-        # from another generator, so only our loop's runs are compared there
-        if ref is not None and (self.sampling.greedy or has_drafter and isinstance(self.methods[0], DrafterMethod)):
+        # from another generator, so only our loop's runs are compared there; a run whose drafts carried
+        # their probabilities is plain sampling in distribution only (its own draws decide), so unchecked
+        stochastic = not self.sampling.greedy and result.stats.stochastic_steps > 0
+        if ref is not None and not stochastic and (self.sampling.greedy or has_drafter
+                                                   and isinstance(self.methods[0], DrafterMethod)):
             diff = compare_outputs(self.target, case.ids, result.tokens, ref.tokens,
                                    self.sampling.regime, result.seed)
             identical, mismatch = diff is None, (str(diff) if diff else None)

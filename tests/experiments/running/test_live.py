@@ -1,5 +1,5 @@
 """A live comparison: the machine's load checked before the model loads, the cost profile's notices as one
-warning line each, its progress bar on a terminal only."""
+warning line each, its progress bar on a terminal only, identity to plain sampling checked where it holds."""
 
 from __future__ import annotations
 
@@ -84,3 +84,36 @@ def test_the_estimate_scales_the_profile_by_the_forward_timed_now_and_a_drafter_
     drafted = live.estimate_seconds([300], [True], 128, quiet, CPU_SMOLLM2)
     assert drafted == pytest.approx(CPU_SMOLLM2.prefill_cost(300) + decode / live.ESTIMATED_SPEEDUP)
     assert live.estimate_seconds([300, 300], [False, True], 128, quiet, CPU_SMOLLM2) == pytest.approx(plain + drafted)
+
+
+STOCHASTIC = '''
+import numpy as np
+from lookup.base import Draft, Drafter
+
+
+class CoinDrafter(Drafter):
+    """Drafts one node drawn from a fixed two-token distribution, and says so (Draft.probs)."""
+
+    def propose(self, budget):
+        if budget < 1:
+            return Draft()
+        q = np.zeros((1, {vocab}), dtype=np.float32)
+        q[0, 3] = q[0, 4] = 0.5
+        return Draft([3 + len(self.context) % 2], probs=q)
+'''
+
+
+def test_sampled_runs_check_identity_for_deterministic_drafts_only(tmp_path, monkeypatch):
+    target = tiny_llama()
+    monkeypatch.setattr(target, "chat_ids", lambda messages, system=None: [5, 9, 14, 22, 9, 14])
+    coin = tmp_path / "coin.py"
+    coin.write_text(STOCHASTIC.format(vocab=target.vocab_size))
+    prompts = [Prompt("toy/0", "toy", ("question",))]
+    comparison = live.Comparison(target, [parse_method(m) for m in ("none", "unfold", str(coin))], prompts, 6,
+                                 Sampling(1.0, 0, 1.0, 7), tmp_path, profile=CPU_SMOLLM2)
+    comparison.run()
+    rows = {spec: row for (_, spec), row in comparison.rows.items()}
+    # a deterministic drafter commits plain sampling's tokens with the seed: checked (a bool, not None)
+    assert isinstance(rows["unfold"].identical, bool)
+    # drafts drawn from their own distribution are plain sampling in distribution only: not checked
+    assert rows[str(coin)].identical is None and rows[str(coin)].mismatch is None
