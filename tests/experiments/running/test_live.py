@@ -92,14 +92,15 @@ from lookup.base import Draft, Drafter
 
 
 class CoinDrafter(Drafter):
-    """Drafts one node drawn from a fixed two-token distribution, and says so (Draft.probs)."""
+    """Drafts one node drawn from a fixed two-token distribution, and says so (Draft.probs); the draw's
+    generator is seeded by the context's length, so that a repeated propose returns the same draft."""
 
     def propose(self, budget):
         if budget < 1:
             return Draft()
         q = np.zeros((1, {vocab}), dtype=np.float32)
         q[0, 3] = q[0, 4] = 0.5
-        return Draft([3 + len(self.context) % 2], probs=q)
+        return Draft([np.random.default_rng(len(self.context)).choice(2) + 3], probs=q)
 '''
 
 
