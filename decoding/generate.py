@@ -22,6 +22,11 @@ from pldcore.errors import PLDError
 
 #: tokens of text checked around each new token for a stop string
 STOP_WINDOW = 64
+#: the most draft nodes a step may send unless told otherwise: a forward over the draft and the token
+#: before it then covers at most 64 tokens, the longest run the board's oracle copies in one step
+#: (``experiments/running/oracle.py``). Every track allows as much (``experiments/running/tracks.py``);
+#: a drafter that plans by cost (``adaptive``) sends fewer where its hardware prices long drafts high
+DRAFT_BUDGET = 63
 
 
 class DrafterBug(PLDError):
@@ -160,7 +165,7 @@ def generate(
     top_k: int = 0,
     top_p: float = 1.0,
     seed: int | None = None,
-    draft_budget: int = 32,
+    draft_budget: int = DRAFT_BUDGET,
     stop_strings: str | Sequence[str] = (),
     eos_token_ids: TokenIds | None = None,
     record_steps: bool = True,

@@ -38,7 +38,7 @@ from typing import Any, Sequence
 
 import torch
 
-from decoding.generate import generate as speculative_generate
+from decoding.generate import DRAFT_BUDGET, generate as speculative_generate
 from decoding.integrations.drafters import drafter_spec, fresh_each_request
 from decoding.model_target import ModelTarget
 from decoding.setting import target_setting
@@ -57,7 +57,7 @@ _UNSUPPORTED_OUTPUTS = ("output_scores", "output_logits", "output_attentions", "
 
 
 def generate(model, input_ids: torch.Tensor, logits_processor=None, stopping_criteria=None, generation_config=None,
-             drafter: str | Drafter | None = None, draft_budget: int = 32, seed: int | None = None,
+             drafter: str | Drafter | None = None, draft_budget: int = DRAFT_BUDGET, seed: int | None = None,
              vocab: Sequence[str] | None = None, profile: str | CostProfile | None = None, **model_kwargs: Any):
     """``custom_generate`` for transformers' ``generate``: our loop with ``drafter`` on every row.
 

@@ -414,7 +414,7 @@ def markdown(entries: Sequence[Entry], info: dict) -> str:
     if track_names(everything):
         lines += ["", "## Tracks", "",
                   "Each entry replayed again per track, its cost-aware drafters planning under the track's profile"
-                  " (`docs/hardware.md`) with drafts of up to 63 nodes on a GPU (32 on the CPU), and priced under it;"
+                  " (`docs/hardware.md`) with drafts of up to 63 nodes, and priced under it;"
                   " the oracle's runs are priced the same way. Ours and the peers in one ranking; *of oracle gain*"
                   " per track and group."
                   + (" On the public benchmark's cases." if has_fresh(entries) else "") + SAMPLED_NOTE + BATCH_NOTE,
@@ -644,8 +644,8 @@ def page(entries: Sequence[Entry], info: dict, png: bytes | None) -> str:
     if tracks_html:
         notes = SAMPLED_NOTE + BATCH_NOTE
         tracks_html = ("<h2>Tracks</h2><p>Each entry replayed again per track, its cost-aware drafters planning"
-                       " under the track's profile (<code>docs/hardware.md</code>) with drafts of up to 63 nodes on a"
-                       " GPU (32 on the CPU), and priced under it; the oracle's runs are priced the same way. Ours and"
+                       " under the track's profile (<code>docs/hardware.md</code>) with drafts of up to 63 nodes, and"
+                       " priced under it; the oracle's runs are priced the same way. Ours and"
                        " the peers in one ranking;"
                        f" <em>of oracle gain</em> per track and group{'. On the public cases' if fresh else ''}."
                        f"{html_text(notes, len(notes))}</p>" + tracks_html)

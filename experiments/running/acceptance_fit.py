@@ -64,7 +64,8 @@ class Rows:
 
 def collector(setting: Setting, history: bool = False) -> AdaptiveDrafter:
     """The drafter whose drafts the rows are collected from (:data:`COLLECTOR_SPEC`)."""
-    # drafts of up to 32 nodes, the CPU track's budget, that the shipped traces' rows are collected at
+    # drafts of up to 32 nodes (the CPU tracks' budget when the shipped fits were collected): the rows
+    # they were fitted on
     return AdaptiveDrafter(setting=setting, first_token_model=False, chain_model=False, history=history,
                            max_tokens=COLLECTED_TOKENS, base_params={**DEFAULT_BASE_PARAMS, "max_tokens": COLLECTED_TOKENS})
 

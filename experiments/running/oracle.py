@@ -20,12 +20,12 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from decoding.generate import StepRecord
+from decoding.generate import DRAFT_BUDGET, StepRecord
 from experiments.benchmarks.traces import TraceCase
 from pldcore.cost import CostProfile
 
-#: the oracle's longest draft, in tokens
-ORACLE_CAP = 64
+#: the oracle's longest run, in tokens: the draft budget's nodes and the token before them
+ORACLE_CAP = DRAFT_BUDGET + 1
 #: how many runs and plans this process keeps (each a few arrays as long as an output): a build
 #: prices the same cases under a few profiles for every entry (the decomposition of each entry's
 #: gap, the oracle on each track, the flags), so each is computed once

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import decoding
 import lookup
-from decoding.generate import DrafterBug, GenerationResult
+from decoding.generate import DRAFT_BUDGET, DrafterBug, GenerationResult
 from decoding.progress import progress_bar
 from decoding.trace_target import TraceTarget
 from experiments.benchmarks.traces import (TraceCase, TraceSet, benchmark_hash, default_folder, first_prompts, in_order,
@@ -36,8 +36,6 @@ from pldcore.errors import PLDError
 from pldcore.names import unknown_name
 from pldcore.setting import Regime, Setting
 
-#: draft nodes a replayed drafter may propose per step
-DRAFT_BUDGET = 32
 
 
 def replay_case(case: TraceCase, drafter: lookup.Drafter, profile: CostProfile,

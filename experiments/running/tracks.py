@@ -17,17 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.benchmarks.traces import regime_folder, traces_setting
-from experiments.running.oracle import ORACLE_CAP
-from experiments.running.replay import DRAFT_BUDGET
+from decoding.generate import DRAFT_BUDGET
 from pldcore.cost import CostProfile
 from pldcore.errors import PLDError
 from pldcore.hardware import BATCH_DEPLOYMENTS, is_profile_file, profile_named, read_profile
 from pldcore.setting import GREEDY, Regime, Setting
-
-#: a GPU track's draft budget: forwards over up to 64 tokens cost about one, so drafts of up to 63
-#: nodes, as long as the oracle's longest run (ORACLE_CAP)
-GPU_DRAFT_BUDGET = ORACLE_CAP - 1
-
 
 @dataclass(frozen=True)
 class Track:
@@ -56,18 +50,20 @@ class Track:
         return setting
 
 
+# Every track lets a step send DRAFT_BUDGET nodes, the oracle's longest run less the token before them
+# (ORACLE_CAP), so that the entries and the oracle they are measured against play by one budget.
 #: the benchmark's own profile: what the board ranks by
 CPU_TRACK = Track("cpu", None, DRAFT_BUDGET)
 #: the GPU tracks (pldcore.hardware): the idealised large GPU, and an 8B model on an H100 by roofline
-GPU_TRACKS = tuple(Track(name, profile_named(name), GPU_DRAFT_BUDGET) for name in ("flat", "h100-8b"))
+GPU_TRACKS = tuple(Track(name, profile_named(name), DRAFT_BUDGET) for name in ("flat", "h100-8b"))
 TRACKS = (CPU_TRACK, *GPU_TRACKS)
 #: sampling at temperature 1.0 (Spec-Bench's sampled setting; top-p 1.0), one request at a time: on the
 #: benchmark's own CPU profile and on the H100 roofline
 SAMPLED = Regime(1.0)
 SAMPLED_TRACKS = (Track(f"cpu-{SAMPLED.name}", None, DRAFT_BUDGET, SAMPLED),
-                  Track(f"h100-8b-{SAMPLED.name}", profile_named("h100-8b"), GPU_DRAFT_BUDGET, SAMPLED))
+                  Track(f"h100-8b-{SAMPLED.name}", profile_named("h100-8b"), DRAFT_BUDGET, SAMPLED))
 #: a server: the 8B model on an H100 at a batch of 32 and of 128 requests, greedy
-BATCH_TRACKS = tuple(Track(name, profile_named(name), GPU_DRAFT_BUDGET, batch=BATCH_DEPLOYMENTS[name].batch)
+BATCH_TRACKS = tuple(Track(name, profile_named(name), DRAFT_BUDGET, batch=BATCH_DEPLOYMENTS[name].batch)
                      for name in BATCH_DEPLOYMENTS)
 #: every track a drafter can be replayed on by name
 NAMED_TRACKS = (*TRACKS, *SAMPLED_TRACKS, *BATCH_TRACKS)
@@ -75,17 +71,17 @@ NAMED_TRACKS = (*TRACKS, *SAMPLED_TRACKS, *BATCH_TRACKS)
 
 def track_named(name: str) -> Track:
     """The track called ``name``: a board track, or any other named profile of ``pldcore.hardware``
-    (with the GPU draft budget); a PLDError with the close names otherwise."""
+    (with the draft budget); a PLDError with the close names otherwise."""
     for track in NAMED_TRACKS:
         if track.name == name.strip().lower():
             return track
     # an unknown name: the registry's one line, with the close names and all of them
-    return Track(name.strip().lower(), profile_named(name), GPU_DRAFT_BUDGET)
+    return Track(name.strip().lower(), profile_named(name), DRAFT_BUDGET)
 
 
 def profile_arg(value: str | None) -> tuple[CostProfile | None, int]:
     """``--profile`` of compare.py and traces.py: (profile, draft budget) of a named track or profile
-    (:func:`track_named`), or of a profile file (the CPU budget); (None, the CPU budget) without one."""
+    (:func:`track_named`), or of a profile file; (None, the draft budget) without one."""
     if not value:
         return None, DRAFT_BUDGET
     if is_profile_file(value):

@@ -47,8 +47,8 @@ DEFAULT_BASE = "suffix-automaton"
 #: (docs/oracle-gap.md); remembering 8 occurrences per match for the evidence, and drafting the way
 #: most of them go (the newest's where they tie): where the newest runs off on its own (the last lap
 #: of a loop in an earlier answer that the output goes on round) the others outvote it; as long a
-#: draft as the longest a board track allows (63 nodes where a forward over 64 tokens costs about
-#: one; the CPU tracks allow 32), since the plan, not the base, cuts it
+#: draft as the longest a board track allows (63 nodes, the oracle's longest run less the token
+#: before it), since the plan, not the base, cuts it
 DEFAULT_MAX_TOKENS = 63
 DEFAULT_BASE_PARAMS = {"max_tokens": DEFAULT_MAX_TOKENS, "length_rule": None, "fallback": False, "occurrences": 8,
                        "occurrence": "majority"}

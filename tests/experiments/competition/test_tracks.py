@@ -3,6 +3,7 @@ profile (handed through the sandbox), each track with its own oracle, top-k boun
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from pathlib import Path
@@ -13,6 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from toys_competition import QUICK, make_trace_folder
 
+import decoding
+from decoding.generate import DRAFT_BUDGET
 from experiments import leaderboard as cli
 from experiments.benchmarks.traces import load_trace_sets
 from experiments.competition import entries as lb
@@ -22,9 +25,9 @@ from experiments.competition.ranking import track_ranking
 from experiments.competition.sandbox import Submission, evaluate
 from experiments.benchmarks.traces import benchmark_hash, regime_folder
 from experiments.competition.scoring import BOARD_TRACKS, GPU_TRACKS, benchmark_info, oracle_track, sampled_sets
-from experiments.running.oracle import oracle_runs
+from experiments.running.oracle import ORACLE_CAP, oracle_runs
 from experiments.running.topk_oracle import topk_oracle_runs
-from experiments.running.tracks import SAMPLED, SAMPLED_TRACKS, profile_arg, track_named
+from experiments.running.tracks import CPU_TRACK, SAMPLED, SAMPLED_TRACKS, profile_arg, track_named
 from pldcore.errors import PLDError
 from pldcore.hardware import profile_named
 
@@ -226,15 +229,22 @@ def test_a_track_s_oracle_prices_the_same_runs_under_its_profile(sets):
     assert flat["tau"] == h100["tau"] and flat["score"] != h100["score"]
 
 
+def test_every_track_allows_the_draft_the_oracle_s_longest_run_goes_with():
+    """Entries and oracle play by one budget: the CPU tracks once let a draft have 32 nodes while their
+    oracle copied runs of 64 tokens."""
+    assert {t.draft_budget for t in (CPU_TRACK, *BOARD_TRACKS)} == {DRAFT_BUDGET} == {ORACLE_CAP - 1}
+    assert inspect.signature(decoding.generate).parameters["draft_budget"].default == DRAFT_BUDGET
+
+
 # -- naming a profile --------------------------------------------------------------------------------------
 def test_profile_arguments_name_a_track_a_profile_or_a_file(tmp_path):
-    assert profile_arg(None) == (None, 32)
-    assert profile_arg("cpu") == (None, 32)  # the benchmark's own
+    assert profile_arg(None) == (None, 63)
+    assert profile_arg("cpu") == (None, 63)  # the benchmark's own
     assert profile_arg("flat") == (profile_named("flat"), 63)
     assert profile_arg("l4-1b") == (profile_named("l4-1b"), 63) and track_named("L4-1B").name == "l4-1b"
     path = tmp_path / "mine.json"
     profile_named("h100-8b").save(path)
-    assert profile_arg(str(path)) == (profile_named("h100-8b"), 32)
+    assert profile_arg(str(path)) == (profile_named("h100-8b"), 63)
     with pytest.raises(PLDError, match="did you mean 'h100-8b'"):
         profile_arg("h100-9b")
     with pytest.raises(PLDError, match="no file"):
