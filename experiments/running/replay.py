@@ -37,7 +37,6 @@ from pldcore.names import unknown_name
 from pldcore.setting import Regime, Setting
 
 
-
 def replay_case(case: TraceCase, drafter: lookup.Drafter, profile: CostProfile,
                 draft_budget: int = DRAFT_BUDGET) -> GenerationResult:
     """Run ``drafter`` against one trace through the live loop; returns the GenerationResult."""

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.benchmarks.traces import regime_folder, traces_setting
 from decoding.generate import DRAFT_BUDGET
+from experiments.benchmarks.traces import regime_folder, traces_setting
 from pldcore.cost import CostProfile
 from pldcore.errors import PLDError
 from pldcore.hardware import BATCH_DEPLOYMENTS, is_profile_file, profile_named, read_profile
