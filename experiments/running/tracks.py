@@ -31,7 +31,9 @@ class Track:
 
     name: str
     profile: CostProfile | None  # None: the benchmark's own (its reference CPU profile)
-    draft_budget: int
+    # every board track keeps the default: the oracle's longest run less the token before it (ORACLE_CAP),
+    # so that the entries and the oracle they are measured against play by one budget
+    draft_budget: int = DRAFT_BUDGET
     regime: Regime = GREEDY
     batch: int = 1
 
@@ -50,20 +52,18 @@ class Track:
         return setting
 
 
-# Every track lets a step send DRAFT_BUDGET nodes, the oracle's longest run less the token before them
-# (ORACLE_CAP), so that the entries and the oracle they are measured against play by one budget.
 #: the benchmark's own profile: what the board ranks by
-CPU_TRACK = Track("cpu", None, DRAFT_BUDGET)
+CPU_TRACK = Track("cpu", None)
 #: the GPU tracks (pldcore.hardware): the idealised large GPU, and an 8B model on an H100 by roofline
-GPU_TRACKS = tuple(Track(name, profile_named(name), DRAFT_BUDGET) for name in ("flat", "h100-8b"))
+GPU_TRACKS = tuple(Track(name, profile_named(name)) for name in ("flat", "h100-8b"))
 TRACKS = (CPU_TRACK, *GPU_TRACKS)
 #: sampling at temperature 1.0 (Spec-Bench's sampled setting; top-p 1.0), one request at a time: on the
 #: benchmark's own CPU profile and on the H100 roofline
 SAMPLED = Regime(1.0)
-SAMPLED_TRACKS = (Track(f"cpu-{SAMPLED.name}", None, DRAFT_BUDGET, SAMPLED),
-                  Track(f"h100-8b-{SAMPLED.name}", profile_named("h100-8b"), DRAFT_BUDGET, SAMPLED))
+SAMPLED_TRACKS = (Track(f"cpu-{SAMPLED.name}", None, regime=SAMPLED),
+                  Track(f"h100-8b-{SAMPLED.name}", profile_named("h100-8b"), regime=SAMPLED))
 #: a server: the 8B model on an H100 at a batch of 32 and of 128 requests, greedy
-BATCH_TRACKS = tuple(Track(name, profile_named(name), DRAFT_BUDGET, batch=BATCH_DEPLOYMENTS[name].batch)
+BATCH_TRACKS = tuple(Track(name, profile_named(name), batch=BATCH_DEPLOYMENTS[name].batch)
                      for name in BATCH_DEPLOYMENTS)
 #: every track a drafter can be replayed on by name
 NAMED_TRACKS = (*TRACKS, *SAMPLED_TRACKS, *BATCH_TRACKS)
@@ -76,7 +76,7 @@ def track_named(name: str) -> Track:
         if track.name == name.strip().lower():
             return track
     # an unknown name: the registry's one line, with the close names and all of them
-    return Track(name.strip().lower(), profile_named(name), DRAFT_BUDGET)
+    return Track(name.strip().lower(), profile_named(name))
 
 
 def profile_arg(value: str | None) -> tuple[CostProfile | None, int]:
